@@ -1,0 +1,223 @@
+"""KernelConfig: one point of gemmgen's kernel space, and everything derived from it.
+
+A config is a frozen value. Its :attr:`KernelConfig.name` is the one procedural name used as the
+CUDA symbol, the compile-cache key and the results key, so two configs with the same name are the
+same kernel.
+
+>>> cfg = KernelConfig(BM=128, BN=128, BK=8, WM=64, WN=32, TM=8, TN=4)
+>>> cfg.threads
+256
+>>> KernelConfig.from_dict(cfg.to_dict()) == cfg
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+FAMILIES = ("naive", "simt")
+LAYOUTS = ("NN", "NT", "TN", "TT")
+BOUNDS = ("checked", "none")
+REDUCTIONS = ("atomic", "workspace")
+FRAGMENT_LOADS = ("lds", "shfl")
+
+
+class ConfigError(ValueError):
+    """A config dictionary names an unknown key or holds a value of the wrong type."""
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Every template parameter of one SGEMM kernel (C = alpha*op(A)@op(B) + beta*C, fp32).
+
+    Layout letters follow BLAS: ``layout[0]`` is A, ``layout[1]`` is B; ``N`` means the operand is
+    stored row-major as written (A is MxK with lda >= K, B is KxN with ldb >= N), ``T`` means it is
+    stored transposed (A as KxM row-major, i.e. column-major MxK, lda >= M; B as NxK, ldb >= K).
+    C is always row-major MxN with ldc >= N.
+    """
+
+    family: str = "simt"          # template family: naive (v0/v1) or simt (shared-memory tiled)
+    layout: str = "NN"            # storage of A and B, see the class docstring
+    BM: int = 128                 # block tile rows of C
+    BN: int = 128                 # block tile columns of C
+    BK: int = 8                   # depth of one K step staged in shared memory
+    WM: int = 64                  # warp tile rows
+    WN: int = 32                  # warp tile columns
+    WMITER: int = 1               # warp sub-tiles along M (each thread owns WMITER*TM rows)
+    WNITER: int = 1               # warp sub-tiles along N
+    TM: int = 8                   # thread tile rows per warp sub-tile
+    TN: int = 8                   # thread tile columns per warp sub-tile
+    vec: int = 4                  # width of global loads, in floats (1, 2, 4)
+    a_kmajor: bool = True         # store A transposed ([BK][BM]) so fragments are contiguous
+    pad_a: int = 0                # floats appended to each shared row of A
+    pad_b: int = 0                # floats appended to each shared row of B
+    swz_a: int = 1                # XOR swizzle period of A's 16-byte chunks (1 = off)
+    swz_b: int = 1                # XOR swizzle period of B's 16-byte chunks (1 = off)
+    raster: int = 1               # thread-block swizzle: tile rows walked together (1 = off)
+    stages: int = 1               # shared-memory buffers: 1 single, 2 double, 3+ cp.async ring
+    async_copy: bool = False      # cp.async global->shared copies (sm_80+)
+    prefetch: bool = False        # double-buffer register fragments across the k loop
+    frag: str = "lds"             # fragment loads: lds from shared, or shfl within the warp
+    split_k: int = 1              # K slices computed by separate blocks
+    reduce: str = "atomic"        # how split-K partial sums meet: atomic or workspace
+    bounds: str = "checked"       # checked edges (any shape) or none (tile-divisible shapes only)
+    coalesced: bool = True        # naive family only: consecutive threads walk columns of C
+    min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
+    label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
+
+    # ---- identity -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The procedural name: CUDA symbol, cache key and results key."""
+        lay = self.layout.lower()
+        if self.family == "naive":
+            return f"gg_naive_{lay}_{self.BM}x{self.BN}_{'c' if self.coalesced else 'u'}"
+        parts = [
+            f"gg_simt_{lay}",
+            f"b{self.BM}x{self.BN}x{self.BK}",
+            f"w{self.WM}x{self.WN}i{self.WMITER}x{self.WNITER}",
+            f"t{self.TM}x{self.TN}",
+            f"v{self.vec}",
+            f"a{'k' if self.a_kmajor else 'm'}p{self.pad_a}s{self.swz_a}",
+            f"bp{self.pad_b}s{self.swz_b}",
+            f"r{self.raster}",
+            f"s{self.stages}{'c' if self.async_copy else 'r'}",
+            f"f{self.frag}{'p' if self.prefetch else ''}",
+            f"k{self.split_k}{self.reduce[0] if self.split_k > 1 else ''}",
+            f"{'chk' if self.bounds == 'checked' else 'fast'}",
+        ]
+        if self.min_blocks != 1:
+            parts.append(f"o{self.min_blocks}")
+        return "_".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dictionary of every parameter (label included)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":
+        """Build a config from a dictionary, rejecting unknown keys and wrong types by name."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(known)}")
+        values = {k: coerce(k, v, type(getattr(cls(), k))) for k, v in data.items()}
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> "KernelConfig":
+        """A copy with some parameters changed (validated only when explained or rendered)."""
+        return self.from_dict({**self.to_dict(), **changes})
+
+    # ---- derived geometry -----------------------------------------------------------------
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+        if self.family == "naive":
+            return self.BM * self.BN
+        return (self.BM // self.WM) * (self.BN // self.WN) * 32
+
+    @property
+    def a_tile_shape(self) -> tuple[int, int]:
+        """Shared-memory array of A for one stage: (rows, row length in floats incl. padding)."""
+        return (self.BK, self.BM + self.pad_a) if self.a_kmajor else (self.BM, self.BK + self.pad_a)
+
+    @property
+    def b_tile_shape(self) -> tuple[int, int]:
+        """Shared-memory array of B for one stage (always k-major: [BK][BN + pad_b])."""
+        return (self.BK, self.BN + self.pad_b)
+
+    @property
+    def smem_per_stage(self) -> int:
+        """Bytes of shared memory one pipeline stage holds (A tile plus B tile)."""
+        if self.family == "naive":
+            return 0
+        (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
+        return 4 * (ra * ca + rb * cb)
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory per block, all stages."""
+        return self.smem_per_stage * self.stages
+
+    @property
+    def accumulators(self) -> int:
+        """fp32 accumulators each thread holds."""
+        if self.family == "naive":
+            return 1
+        return self.WMITER * self.TM * self.WNITER * self.TN
+
+    def tiles(self, M: int, N: int) -> tuple[int, int]:
+        """Number of block tiles along M and N."""
+        return -(-M // self.BM), -(-N // self.BN)
+
+    def grid(self, M: int, N: int, K: int) -> tuple[int, int, int]:
+        """Launch grid of the main kernel for an M x N x K problem."""
+        tm, tn = self.tiles(M, N)
+        if self.family == "naive":
+            return (tn, tm, 1) if self.coalesced else (tm, tn, 1)
+        return (tm * tn, 1, self.split_k)
+
+    def block(self) -> tuple[int, int, int]:
+        """Launch block of the main kernel."""
+        if self.family == "naive":
+            return (self.BN, self.BM, 1) if self.coalesced else (self.BM, self.BN, 1)
+        return (self.threads, 1, 1)
+
+    def arithmetic_intensity(self) -> float:
+        """Seed 001's block-tile intensity BM*BN / (2*(BM+BN)) in FLOP per byte of global traffic."""
+        return self.BM * self.BN / (2.0 * (self.BM + self.BN))
+
+    def k_per_slice(self, K: int) -> int:
+        """Depth of K each split-K slice covers (a multiple of BK)."""
+        per = -(-K // self.split_k)
+        return -(-per // self.BK) * self.BK
+
+    def accepts(self, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
+                ldc: int | None = None) -> str | None:
+        """None when this kernel computes the shape correctly, else the reason it does not.
+
+        Checked-bounds kernels take every shape and leading dimension (misaligned operands fall back
+        to scalar loads inside the kernel); the fast path needs whole tiles and aligned rows.
+        """
+        if min(M, N, K) < 1:
+            return f"shape {M}x{N}x{K} has a dimension below 1"
+        lda = lda if lda is not None else (K if self.layout[0] == "N" else M)
+        ldb = ldb if ldb is not None else (N if self.layout[1] == "N" else K)
+        ldc = ldc if ldc is not None else N
+        for name, ld, least in (("lda", lda, K if self.layout[0] == "N" else M),
+                                ("ldb", ldb, N if self.layout[1] == "N" else K), ("ldc", ldc, N)):
+            if ld < least:
+                return f"{name} = {ld} is below its row length {least}"
+        if self.family == "naive" or self.bounds == "checked":
+            return None
+        if M % self.BM or N % self.BN:
+            return f"fast path needs M % {self.BM} == 0 and N % {self.BN} == 0, got M={M}, N={N}"
+        if K % (self.BK * self.split_k):
+            return f"fast path needs K % {self.BK * self.split_k} == 0 (BK*split_k), got K={K}"
+        for name, ld in (("lda", lda), ("ldb", ldb), ("ldc", ldc)):
+            if ld % 4:  # 16-byte rows: vector loads of A and B, float4 stores of C
+                return f"fast path needs {name} % 4 == 0 (16-byte rows), got {name}={ld}"
+        return None
+
+
+def coerce(key: str, value: Any, kind: type) -> Any:
+    """Convert a JSON or command-line value to the parameter's type, or say why it cannot be."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"{key} = {value!r} is not a boolean; use true or false")
+    if kind is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{key} = {value!r} is not an integer")
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key} = {value!r} is not an integer") from None
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} = {value!r} is not a string")
+    return value.upper() if key == "layout" else value

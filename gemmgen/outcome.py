@@ -1,0 +1,138 @@
+"""What a measurement returns: a Measurement, or a typed failure that is data, not a crash.
+
+Expected failures (a config the rules reject, a compile error, a crash, a hang, a wrong result)
+become values the search records as failed trials; anything else propagates.
+
+>>> str(Timeout(2.5))
+'timed out after 2.5 s'
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An M x N x K problem with a layout (see KernelConfig for the layout letters)."""
+
+    M: int
+    N: int
+    K: int
+    layout: str = "NN"
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.M * self.N * self.K
+
+    @property
+    def key(self) -> str:
+        """Results key of the shape, e.g. '4096x4096x4096/NN'."""
+        return f"{self.M}x{self.N}x{self.K}/{self.layout}"
+
+    @classmethod
+    def parse(cls, text: str, layout: str = "NN") -> "Shape":
+        """'4096x4096x4096' or '4096x4096x4096/NT' -> Shape; a bad string raises ValueError naming it."""
+        body, _, lay = text.partition("/")
+        lay = (lay or layout).upper()
+        parts = body.lower().split("x")
+        try:
+            m, n, k = (int(p) for p in parts)
+        except ValueError:
+            raise ValueError(f"shape {text!r} is not MxNxK with three positive integers, e.g. 4096x4096x4096") from None
+        if min(m, n, k) < 1:
+            raise ValueError(f"shape {text!r} has a dimension below 1")
+        if lay not in ("NN", "NT", "TN", "TT"):
+            raise ValueError(f"layout {lay!r} in {text!r} is not one of NN, NT, TN, TT")
+        return cls(m, n, k, lay)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A kernel that passed the correctness gate, timed against cuBLAS in the same run."""
+
+    name: str
+    shape: Shape
+    ms: float                      # median time of the kernel
+    iqr_ms: float                  # interquartile range of the kernel's times
+    cublas_ms: float               # median time of cuBLAS, interleaved with the kernel
+    rel_error: float               # relative Frobenius error against cuBLAS (and float64 for small shapes)
+    reps: int = 0
+    clock_mhz: tuple[int, int] = (0, 0)   # SM clock at start and end (NVML), 0 where unknown
+    registers: int = 0
+    smem_bytes: int = 0
+    occupancy: float = 0.0         # resident warps / maximum warps per SM
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def tflops(self) -> float:
+        return self.shape.flops / (self.ms * 1e-3) / 1e12
+
+    @property
+    def cublas_tflops(self) -> float:
+        return self.shape.flops / (self.cublas_ms * 1e-3) / 1e12 if self.cublas_ms else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """Speed relative to cuBLAS (>1 is faster)."""
+        return self.cublas_ms / self.ms if self.ms else 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["shape"] = self.shape.key
+        d.update(tflops=self.tflops, cublas_tflops=self.cublas_tflops, ratio=self.ratio)
+        return d
+
+
+class Failure(Exception):
+    """A candidate kernel that cannot be used; ``kind`` names the class of failure for records."""
+
+    kind = "failure"
+
+    def __init__(self, reason: str, detail: Optional[str] = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+    def __reduce__(self):  # survive pickling across worker processes
+        return (self.__class__, (self.reason, self.detail))
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "reason": self.reason}
+
+
+class Rejected(Failure):
+    """The config breaks the rules for this device or shape (never compiled)."""
+
+    kind = "invalid"
+
+
+class CompileFailure(Failure):
+    """NVRTC or nvcc rejected the source."""
+
+    kind = "compile"
+
+
+class RuntimeFailure(Failure):
+    """The kernel crashed (illegal memory access, trap, launch failure)."""
+
+    kind = "runtime"
+
+
+class Timeout(Failure):
+    """The kernel did not finish within its time limit; the worker running it was killed."""
+
+    kind = "timeout"
+
+    def __init__(self, seconds, detail: Optional[str] = None):
+        reason = seconds if isinstance(seconds, str) else f"timed out after {seconds:g} s"
+        super().__init__(reason, detail)
+
+
+class WrongResult(Failure):
+    """The kernel's output failed the correctness gate (NaN/Inf, unwritten elements, error too large)."""
+
+    kind = "wrong"

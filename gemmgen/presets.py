@@ -1,0 +1,81 @@
+"""The preset progression v0..v13 (seed 001's table), each a point of the one config space.
+
+>>> [p for p in names()][:3]
+['v0', 'v1', 'v2']
+>>> preset("v8").stages
+2
+"""
+from __future__ import annotations
+
+from .config import KernelConfig
+
+# Each step adds one idea to the one before it; comments say what and why.
+_V2 = KernelConfig(family="simt", BM=32, BN=32, BK=32, WM=1, WN=32, TM=1, TN=1, vec=1, a_kmajor=False)
+_V5 = KernelConfig(family="simt", BM=128, BN=128, BK=8, WM=16, WN=128, TM=8, TN=8, vec=1, a_kmajor=False)
+_V6 = _V5.replace(vec=4, a_kmajor=True, pad_a=4)
+_V10 = _V6.replace(BK=8, WM=64, WN=32, WMITER=2, WNITER=2, TM=4, TN=4, raster=8, stages=2, prefetch=True)
+
+_PRESETS: dict[str, tuple[KernelConfig, str]] = {
+    "v0": (KernelConfig(family="naive", BM=32, BN=32, coalesced=False),
+           "naive: one thread per element of C, threads walk rows (uncoalesced)"),
+    "v1": (KernelConfig(family="naive", BM=32, BN=32, coalesced=True),
+           "global-memory coalescing: consecutive threads walk columns of C"),
+    "v2": (_V2, "shared-memory tiling: 32x32 tiles of A and B staged in shared memory"),
+    "v3": (_V2.replace(a_kmajor=True, pad_a=1),
+           "bank-conflict padding: A stored transposed, rows padded by one float"),
+    "v4": (KernelConfig(family="simt", BM=64, BN=64, BK=8, WM=8, WN=32, TM=8, TN=1, vec=1, a_kmajor=False),
+           "1D blocktiling: each thread computes a column of 8 results"),
+    "v5": (_V5, "2D blocktiling: each thread computes an 8x8 tile of C"),
+    "v6": (_V6, "vectorized float4 global loads, A transposed in shared memory for LDS.128"),
+    "v7": (_V6.replace(raster=8), "thread-block swizzle: 8 tile rows walked together for L2 reuse"),
+    "v8": (_V6.replace(raster=8, stages=2), "shared-memory double buffering: next tile loaded during compute"),
+    "v9": (_V6.replace(raster=8, stages=2, prefetch=True),
+           "register prefetch: next k's fragments read while this k's FMAs run"),
+    "v10": (_V10, "warptiling: 64x32 warp tiles of 2x2 sub-tiles, 4x4 per thread"),
+    "v11": (_V10.replace(frag="shfl"), "warp shuffles: fragments exchanged with __shfl_sync"),
+    "v12": (_V10.replace(split_k=4), "split-K: 4 slices of K reduced with atomics"),
+}
+
+# v13's built-in fallback per architecture family, used until a search has stored a better one.
+_BUILTIN_BEST = {
+    "sm_80": _V10.replace(BK=16, stages=3, async_copy=True, prefetch=False, pad_a=4),
+    "sm_90": _V10.replace(BK=16, stages=3, async_copy=True, prefetch=False, pad_a=4),
+}
+V13_DOC = "autotuned: the best stored config for this GPU, else the best built-in one for its architecture"
+
+
+class UnknownPreset(KeyError):
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def names() -> list[str]:
+    """Preset names in progression order."""
+    return [*_PRESETS, "v13"]
+
+
+def describe(name: str) -> str:
+    """One line on what the preset adds."""
+    if name == "v13":
+        return V13_DOC
+    return _lookup(name)[1]
+
+
+def preset(name: str, arch: str = "sm_90", tuned: KernelConfig | None = None) -> KernelConfig:
+    """The preset's config; v13 takes ``tuned`` (a stored search winner) or the built-in best for ``arch``."""
+    if name == "v13":
+        base = tuned or _BUILTIN_BEST.get(arch) or _BUILTIN_BEST["sm_80"]
+        return base.replace(label="v13")
+    return _lookup(name)[0].replace(label=name)
+
+
+def _lookup(name: str) -> tuple[KernelConfig, str]:
+    try:
+        return _PRESETS[name]
+    except KeyError:
+        raise UnknownPreset(f"unknown preset {name!r}; valid: {', '.join(names())}") from None
+
+
+def all_presets(arch: str = "sm_90") -> list[KernelConfig]:
+    """Every preset v0..v13 for an architecture."""
+    return [preset(n, arch) for n in names()]
