@@ -1,0 +1,126 @@
+"""KernelSource -> machine code for one GPU architecture, through NVRTC (CuPy's bindings).
+
+Compiled cubins are cached in memory and on disk, keyed by source hash, options, architecture and
+NVRTC version, so a second process pays no compile for a kernel built before. Compiling needs no
+GPU (NVRTC only); loading the cubin into a module does.
+
+>>> key = cache_key("extern \\"C\\" __global__ void k() {}", ("-O3",), "sm_90", (13, 0))
+>>> len(key)
+64
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .outcome import CompileFailure
+from .paths import cache_dir
+from .render import KernelSource
+
+OPTIONS = ("-std=c++17", "--restrict", "-default-device")
+
+
+@dataclass(frozen=True)
+class Binary:
+    """A compiled cubin and what produced it."""
+
+    name: str
+    arch: str
+    cubin: bytes
+    key: str
+    kernel_names: tuple[str, ...]
+    log: str = ""
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """(major, minor) of the NVRTC library CuPy uses."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    return tuple(nvrtc.getVersion())
+
+
+def cache_key(code: str, options: Sequence[str], arch: str, version: tuple[int, int]) -> str:
+    """SHA-256 over everything that changes the machine code."""
+    h = hashlib.sha256()
+    for part in (code, "\0".join(options), arch, f"{version[0]}.{version[1]}"):
+        h.update(part.encode())
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def _nvrtc_cubin(code: str, name: str, options: Sequence[str]) -> tuple[bytes, str]:
+    """Compile with NVRTC straight to a cubin; raise CompileFailure with the log."""
+    from cupy_backends.cuda.libs import nvrtc
+
+    prog = nvrtc.createProgram(code, f"{name}.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, list(options))
+        except nvrtc.NVRTCError as exc:
+            log = nvrtc.getProgramLog(prog)
+            raise CompileFailure(f"NVRTC rejected {name}: {exc}", detail=log) from None
+        return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+
+
+_MEMORY: dict[str, Binary] = {}
+
+
+def compile_source(src: KernelSource, arch: str, options: Sequence[str] = OPTIONS) -> Binary:
+    """Compile (or fetch from the memory and disk caches) one kernel source for ``arch`` (sm_XX)."""
+    opts = (*options, f"-arch={arch}")
+    key = cache_key(src.code, opts, arch, nvrtc_version())
+    if key in _MEMORY:
+        return _MEMORY[key]
+    path = cache_dir() / "kernels" / f"{key}.cubin"
+    if path.is_file():
+        cubin = path.read_bytes()
+        log = ""
+    else:
+        cubin, log = _nvrtc_cubin(src.code, src.name, opts)
+        _atomic_write(path, cubin)
+    binary = Binary(src.name, arch, cubin, key, src.kernel_names, log)
+    _MEMORY[key] = binary
+    return binary
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write to a temp file beside the target and rename: readers never see half a cubin."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def _compile_one(args: tuple[KernelSource, str]) -> Binary | CompileFailure:
+    src, arch = args
+    try:
+        return compile_source(src, arch)
+    except CompileFailure as exc:
+        return exc
+
+
+def compile_many(sources: Iterable[KernelSource], arch: str, jobs: int | None = None) -> list[Binary | CompileFailure]:
+    """Compile many sources in a process pool (one worker per CPU core by default).
+
+    Failures come back as CompileFailure values in the same positions, so one bad kernel does
+    not stop the rest.
+    """
+    items = [(s, arch) for s in sources]
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1 or len(items) <= 1:
+        return [_compile_one(i) for i in items]
+    with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+        return list(pool.map(_compile_one, items))
+
+
+def numbered(code: str) -> str:
+    """Source with line numbers, for reading a compiler log against it."""
+    return "\n".join(f"{i:5d}  {line}" for i, line in enumerate(code.splitlines(), 1))

@@ -1,0 +1,91 @@
+"""Binary -> a callable kernel on the GPU: grid, block and shared memory from the config and the shape.
+
+Operands are passed as device pointers with leading dimensions, so row- and column-major
+operands and padded rows need no copies. The launch sequence follows render.launch_lines:
+split-K kernels add a scale (atomic) or reduce (workspace) kernel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compile import Binary
+from .config import KernelConfig
+
+_SMEM_DEFAULT_LIMIT = 48 * 1024
+
+
+@dataclass(frozen=True)
+class Operands:
+    """Device pointers and leading dimensions of one GEMM call (C row-major)."""
+
+    M: int
+    N: int
+    K: int
+    A: int
+    lda: int
+    B: int
+    ldb: int
+    C: int
+    ldc: int
+    alpha: float = 1.0
+    beta: float = 0.0
+
+
+class LoadedKernel:
+    """A compiled config loaded into the current CUDA context."""
+
+    def __init__(self, config: KernelConfig, binary: Binary):
+        import cupy
+
+        self.config = config
+        self.binary = binary
+        self.module = cupy.cuda.function.Module()
+        self.module.load(binary.cubin)
+        self.functions = {n: self.module.get_function(n) for n in binary.kernel_names}
+        self.main = self.functions[config.name]
+        if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
+            # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out.
+            self.main.max_dynamic_shared_size_bytes = config.smem_bytes
+
+    @property
+    def registers(self) -> int:
+        return int(self.main.num_regs)
+
+    @property
+    def local_bytes(self) -> int:
+        return int(self.main.local_size_bytes)
+
+    def occupancy(self, max_threads_per_sm: int) -> float:
+        """Resident warps per SM over the maximum, from the driver's occupancy calculator."""
+        from cupy.cuda import driver
+
+        blocks = driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            self.main.ptr, self.config.threads, self.config.smem_bytes)
+        return blocks * self.config.threads / max_threads_per_sm
+
+    def launch(self, ops: Operands, stream=None) -> None:
+        """Enqueue the kernel sequence for one GEMM on ``stream`` (default: the current stream)."""
+        import cupy
+
+        c = self.config
+        stream = stream or cupy.cuda.get_current_stream()
+        i32, f32, ptr = np.int32, np.float32, np.uint64
+        workspace = None
+        if c.split_k > 1 and c.reduce == "atomic":
+            self._elementwise(f"{c.name}_scale", ops.M * ops.N, stream,
+                              (i32(ops.M), i32(ops.N), f32(ops.beta), ptr(ops.C), i32(ops.ldc)))
+        elif c.split_k > 1:
+            workspace = cupy.empty(c.split_k * ops.M * ops.N, dtype=cupy.float32)
+        args = (i32(ops.M), i32(ops.N), i32(ops.K), f32(ops.alpha), ptr(ops.A), i32(ops.lda), ptr(ops.B),
+                i32(ops.ldb), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
+                ptr(workspace.data.ptr if workspace is not None else 0))
+        self.main(c.grid(ops.M, ops.N, ops.K), c.block(), args, shared_mem=c.smem_bytes, stream=stream)
+        if workspace is not None:
+            self._elementwise(f"{c.name}_reduce", ops.M * ops.N, stream,
+                              (i32(ops.M), i32(ops.N), f32(ops.alpha), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
+                               ptr(workspace.data.ptr)))
+
+    def _elementwise(self, name: str, count: int, stream, args) -> None:
+        self.functions[name](((count + 255) // 256,), (256,), args, stream=stream)

@@ -1,0 +1,106 @@
+"""In-process measuring on one GPU: load, gate, then time against cuBLAS in the same run.
+
+This runs inside a worker process (see worker.py), which owns the CUDA context: a kernel that
+crashes poisons only that context.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from .compile import compile_source
+from .config import KernelConfig
+from .devices import detect
+from .gate import check
+from .launch import LoadedKernel
+from .nvml import sm_clock_mhz
+from .outcome import Measurement, Rejected, Shape
+from .render import KernelSource, render
+from .rules import explain
+from .timing import L2Flusher, Timing, bench_interleaved
+
+
+class Session:
+    """Caches loaded kernels and problems on one device."""
+
+    def __init__(self, device_id: int = 0):
+        os.environ.setdefault("CUPY_TF32", "0")   # the reference is strict fp32 SGEMM
+        import cupy
+
+        cupy.cuda.Device(device_id).use()
+        self.device_id = device_id
+        self.spec = detect(device_id)
+        self.pci = cupy.cuda.runtime.deviceGetPCIBusId(device_id)
+        self.flush = L2Flusher(self.spec.l2_bytes)
+        self._kernels: dict[str, LoadedKernel] = {}
+        self._problems: dict[tuple, object] = {}
+
+    def kernel(self, config: KernelConfig, code: str | None = None) -> LoadedKernel:
+        """Validate, render, compile (disk-cached) and load a config; ``code`` replaces the rendered
+        source (tests plant broken kernels this way)."""
+        key = config.name if code is None else f"{config.name}/{hash(code)}"
+        if key not in self._kernels:
+            bad = explain(config, self.spec)
+            if bad:
+                raise Rejected("; ".join(map(str, bad)))
+            src = render(config, self.spec) if code is None else KernelSource(config, code)
+            self._kernels[key] = LoadedKernel(config, compile_source(src, self.spec.arch))
+        return self._kernels[key]
+
+    def problem(self, shape: Shape, seed: int = 0, pad: int = 0):
+        from .problem import Problem
+
+        key = (shape, seed, pad)
+        if key not in self._problems:
+            self._problems.clear()   # one shape at a time: 8192^3 inputs are 800 MB
+            self._problems[key] = Problem(shape, seed, pad)
+        return self._problems[key]
+
+    def check(self, config: KernelConfig, shape: Shape, seed: int = 0, pad: int = 0) -> dict:
+        """The correctness gate alone (fresh inputs for each seed)."""
+        k = self.kernel(config)
+        _accepts(config, shape, pad)
+        return check(k, self.problem(shape, seed, pad))
+
+    def measure(self, config: KernelConfig, shape: Shape, warmup_ms: float = 25, rep_ms: float = 100,
+                seed: int = 0, code: str | None = None) -> Measurement:
+        """Gate, then time the kernel interleaved with cuBLAS."""
+        return self.retime([config], shape, warmup_ms, rep_ms, seed, codes=[code])[0]
+
+    def retime(self, configs: Sequence[KernelConfig], shape: Shape, warmup_ms: float = 25,
+               rep_ms: float = 100, seed: int = 0, codes: Sequence[str | None] | None = None) -> list[Measurement]:
+        """Gate each config, then time them all and cuBLAS, interleaved run by run."""
+        import cupy
+
+        kernels = [self.kernel(c, code) for c, code in zip(configs, codes or [None] * len(configs))]
+        for c in configs:
+            _accepts(c, shape, 0)
+        prob = self.problem(shape, seed)
+        errors = [check(k, prob) for k in kernels]
+        ops = prob.operands(1.0, 0.0)
+        ref_out = cupy.empty((shape.M, shape.N), dtype=cupy.float32)
+        fns = [lambda k=k: k.launch(ops) for k in kernels] + [lambda: prob.cublas(out=ref_out)]
+        clock0 = sm_clock_mhz(self.pci)
+        timings = bench_interleaved(fns, self.flush, warmup_ms, rep_ms)
+        clocks = (clock0, sm_clock_mhz(self.pci))
+        return [self._record(k, shape, t, timings[-1], e, clocks) for k, t, e in zip(kernels, timings, errors)]
+
+    def _record(self, k: LoadedKernel, shape: Shape, t: Timing, ref: Timing, errors: dict,
+                clocks: tuple[int, int]) -> Measurement:
+        return Measurement(
+            name=k.config.name, shape=shape, ms=t.median, iqr_ms=t.iqr, cublas_ms=ref.median,
+            rel_error=max(errors.values()), reps=len(t.times), clock_mhz=clocks,
+            registers=k.registers, smem_bytes=k.config.smem_bytes,
+            occupancy=k.occupancy(self.spec.max_threads_per_sm),
+            extra={**errors, "cublas_iqr_ms": ref.iqr, "local_bytes": k.local_bytes})
+
+
+def _accepts(config: KernelConfig, shape: Shape, pad: int) -> None:
+    """Raise Rejected unless the kernel computes this shape (layout, tile divisibility, alignment)."""
+    if config.layout != shape.layout:
+        raise Rejected(f"kernel layout {config.layout} differs from the problem's {shape.layout}")
+    lda = (shape.K if shape.layout[0] == "N" else shape.M) + pad
+    ldb = (shape.N if shape.layout[1] == "N" else shape.K) + pad
+    why = config.accepts(shape.M, shape.N, shape.K, lda, ldb, shape.N + pad)
+    if why:
+        raise Rejected(why)

@@ -1,0 +1,56 @@
+"""The measurement path: the gate catches bad kernels, isolation survives crashes and hangs, and
+timing is repeatable."""
+from __future__ import annotations
+
+import pytest
+
+from gemmgen.outcome import RuntimeFailure, Shape, Timeout, WrongResult
+from gemmgen.presets import preset
+from gemmgen.render import emit
+
+pytestmark = pytest.mark.gpu
+
+GOOD = preset("v10")
+SMALL = Shape(512, 512, 512)
+
+
+def planted(old: str, new: str, cfg=GOOD) -> str:
+    code = emit(cfg)
+    assert old in code, f"planting failed: {old!r} not in source"
+    return code.replace(old, new, 1)
+
+
+WRONG = planted("const bool read_c = beta != 0.0f;", "const bool read_c = beta != 0.0f; alpha *= 1.01f;")
+UNWRITTEN = planted("if (m >= M) continue;", "if (m >= M || m == 77) continue;")
+OOB = planted("const int tid = threadIdx.x;", "const int tid = threadIdx.x; if (tid == 0) C[-(1LL << 40)] = 1.0f;")
+HANG = planted("const int tid = threadIdx.x;", "const int tid = threadIdx.x; for (;;) { __nanosleep(1000); }")
+TRAP = planted("const int tid = threadIdx.x;", "const int tid = threadIdx.x; if (blockIdx.x == 3) __trap();")
+
+
+def test_gate_catches_wrong_result(session):
+    with pytest.raises(WrongResult, match="relative error"):
+        session.measure(GOOD, SMALL, code=WRONG)
+
+
+def test_gate_catches_unwritten_rows(session):
+    with pytest.raises(WrongResult, match="NaN/Inf, first at row 77"):
+        session.measure(GOOD, SMALL, code=UNWRITTEN)
+
+
+@pytest.mark.parametrize("code,failure,words", [
+    (OOB, RuntimeFailure, "illegal memory access"),
+    (TRAP, RuntimeFailure, ""),
+    (HANG, Timeout, "timed out"),
+    (WRONG, WrongResult, "relative error"),
+])
+def test_isolation_survives_broken_kernels(worker, code, failure, words):
+    with pytest.raises(failure, match=words):
+        worker.call("measure", GOOD, SMALL, code=code, timeout=None if failure is not Timeout else 15)
+    good = worker.call("measure", GOOD, SMALL)   # a fresh or surviving worker measures correctly
+    assert good.rel_error <= 1e-5 and good.ms > 0
+
+
+def test_timing_is_repeatable_at_4096(worker):
+    a, b = worker.call("retime", [GOOD, GOOD], Shape(4096, 4096, 4096), rep_ms=300)
+    assert abs(a.ms - b.ms) / min(a.ms, b.ms) < 0.01, (a.ms, b.ms)
+    assert a.cublas_ms > 0 and a.clock_mhz[0] >= 0

@@ -1,0 +1,42 @@
+"""Every preset is correct on awkward shapes and all layouts, against cuBLAS and float64."""
+from __future__ import annotations
+
+import pytest
+
+from gemmgen.gate import BOUND
+from gemmgen.outcome import Shape
+from gemmgen.presets import all_presets
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = ["128x128x128", "1024x1024x1024", "1000x1000x1000", "4097x4095x1023", "3000x5000x700",
+          "1x4096x4096", "4096x1x4096", "4096x4096x1"]
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+PRESETS = all_presets("sm_90")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("cfg", PRESETS, ids=[p.label for p in PRESETS])
+def test_preset_correct(session, cfg, shape, layout):
+    if cfg.family == "naive" and shape in ("4097x4095x1023", "3000x5000x700") and layout != "NN":
+        pytest.skip("naive kernels: one layout suffices at the slow shapes")
+    errors = session.check(cfg.replace(layout=layout), Shape.parse(shape, layout), seed=hash(shape) % 1000)
+    assert errors["err_cublas"] <= BOUND and errors["err_fp64"] <= BOUND
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("cfg", [p for p in PRESETS if p.family == "simt"], ids=lambda c: c.label)
+def test_unaligned_leading_dimensions(session, cfg, layout):
+    """lda, ldb, ldc one float past the row: vector loads must fall back to scalars."""
+    errors = session.check(cfg.replace(layout=layout), Shape(515, 259, 131, layout), seed=3, pad=1)
+    assert errors["err_fp64"] <= BOUND
+
+
+def test_fast_path_kernel_rejects_ragged_shape(session):
+    from gemmgen.outcome import Rejected
+
+    fast = PRESETS[10].replace(bounds="none")
+    with pytest.raises(Rejected, match="fast path"):
+        session.check(fast, Shape(1000, 1000, 1000))
+    assert session.check(fast, Shape(1024, 1024, 1024))["err_fp64"] <= BOUND
