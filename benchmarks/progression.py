@@ -29,7 +29,8 @@ def main(argv=None) -> int:
                 rows.append({"preset": cfg.label, **m.to_dict()})
                 print(f"{shape.key:>20} {cfg.label:>4} {m.tflops:7.2f} TFLOP/s {m.ms:9.3f} ms  cuBLAS {m.cublas_tflops:6.2f}"
                       f"  {100 * m.ratio:6.1f}%  regs {m.registers:3d}  occ {m.occupancy:.2f}  clk {m.clock_mhz}", flush=True)
-            except Failure as exc:
+            except Exception as exc:  # a failure is a row, not the end of the table
+                exc = exc if isinstance(exc, Failure) else Failure(f'{type(exc).__name__}: {exc}')
                 rows.append({"preset": cfg.label, "shape": shape.key, "failure": exc.to_dict()})
                 print(f"{shape.key:>20} {cfg.label:>4} FAILED {exc.kind}: {exc.reason}", flush=True)
     if args.json:

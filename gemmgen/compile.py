@@ -63,7 +63,8 @@ def _nvrtc_cubin(code: str, name: str, options: Sequence[str]) -> tuple[bytes, s
             nvrtc.compileProgram(prog, list(options))
         except nvrtc.NVRTCError as exc:
             log = nvrtc.getProgramLog(prog)
-            raise CompileFailure(f"NVRTC rejected {name}: {exc}", detail=log) from None
+            first = next((line for line in log.splitlines() if "error" in line), log.strip()[:200])
+            raise CompileFailure(f"NVRTC rejected {name}: {first}", detail=log) from None
         return bytes(nvrtc.getCUBIN(prog)), nvrtc.getProgramLog(prog)
     finally:
         nvrtc.destroyProgram(prog)

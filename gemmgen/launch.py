@@ -49,13 +49,20 @@ class LoadedKernel:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out.
             self.main.max_dynamic_shared_size_bytes = config.smem_bytes
 
+    def _attribute(self, attribute: int) -> int:
+        from cupy.cuda import driver
+
+        return int(driver.funcGetAttribute(attribute, self.main.ptr))
+
     @property
     def registers(self) -> int:
-        return int(self.main.num_regs)
+        """Registers per thread (CU_FUNC_ATTRIBUTE_NUM_REGS)."""
+        return self._attribute(4)
 
     @property
     def local_bytes(self) -> int:
-        return int(self.main.local_size_bytes)
+        """Local memory per thread: non-zero means spills or a stack array (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)."""
+        return self._attribute(3)
 
     def occupancy(self, max_threads_per_sm: int) -> float:
         """Resident warps per SM over the maximum, from the driver's occupancy calculator."""

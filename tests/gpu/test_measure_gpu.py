@@ -20,7 +20,7 @@ def planted(old: str, new: str, cfg=GOOD) -> str:
     return code.replace(old, new, 1)
 
 
-WRONG = planted("const bool read_c = beta != 0.0f;", "const bool read_c = beta != 0.0f; alpha *= 1.01f;")
+WRONG = planted("    const bool read_c = beta != 0.0f;", "    acc[0][0] += 1.0f;\n    const bool read_c = beta != 0.0f;")
 UNWRITTEN = planted("if (m >= M) continue;", "if (m >= M || m == 77) continue;")
 OOB = planted("const int tid = threadIdx.x;", "const int tid = threadIdx.x; if (tid == 0) C[-(1LL << 40)] = 1.0f;")
 HANG = planted("const int tid = threadIdx.x;", "const int tid = threadIdx.x; for (;;) { __nanosleep(1000); }")
