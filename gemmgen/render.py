@@ -88,7 +88,7 @@ def render(config: KernelConfig, device: DeviceLike | None = None, command: str 
 def _facts(c: KernelConfig, command: str) -> SimpleNamespace:
     facts = SimpleNamespace(
         command=command,
-        accepts=_accepts_text(c),
+        accepts=accepts_text(c),
         launch_lines=launch_lines(c),
         config_lines=[json.dumps(c.to_dict(), sort_keys=True)[i:i + 96]
                       for i in range(0, len(json.dumps(c.to_dict(), sort_keys=True)), 96)],
@@ -149,7 +149,13 @@ def launch_lines(c: KernelConfig) -> list[str]:
     return lines
 
 
-def _accepts_text(c: KernelConfig) -> str:
+def accepts_text(c: KernelConfig) -> str:
+    """The shapes a config computes correctly, in words (the header and `gemmgen explain` show it).
+
+    >>> from gemmgen.presets import preset
+    >>> accepts_text(preset("v8")).startswith("any M, N, K")
+    True
+    """
     if c.family == "naive" or c.bounds == "checked":
         return "any M, N, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
     return (f"M % {c.BM} == 0, N % {c.BN} == 0, K % {c.BK * c.split_k} == 0, leading dimensions and "
