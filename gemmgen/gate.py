@@ -45,7 +45,7 @@ def _finite(out, alpha: float, beta: float) -> None:
     bad = ~cupy.isfinite(out)
     count = int(bad.sum())
     if count:
-        i, j = (int(x) for x in cupy.unravel_index(int(cupy.argmax(bad)), out.shape))
+        i, j = divmod(int(cupy.flatnonzero(bad)[0]), out.shape[1])
         raise WrongResult(f"{count} of {out.size} outputs are NaN/Inf, first at row {i}, column {j} "
                           f"(alpha={alpha}, beta={beta}{', C poisoned with NaN' if beta == 0 else ''}): "
                           "unwritten or wrongly indexed")

@@ -46,8 +46,11 @@ class LoadedKernel:
         self.functions = {n: self.module.get_function(n) for n in binary.kernel_names}
         self.main = self.functions[config.name]
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
-            # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out.
-            self.main.max_dynamic_shared_size_bytes = config.smem_bytes
+            # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
+            # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
+            from cupy.cuda import driver
+
+            driver.funcSetAttribute(self.main.ptr, 8, config.smem_bytes)
 
     def _attribute(self, attribute: int) -> int:
         from cupy.cuda import driver

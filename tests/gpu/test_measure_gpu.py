@@ -39,10 +39,10 @@ def test_gate_catches_unwritten_rows(session):
 
 @pytest.mark.parametrize("code,failure,words", [
     (OOB, RuntimeFailure, "illegal memory access"),
-    (TRAP, RuntimeFailure, ""),
+    (TRAP, RuntimeFailure, "trap|launch failure|illegal instruction"),
     (HANG, Timeout, "timed out"),
     (WRONG, WrongResult, "relative error"),
-])
+], ids=["out-of-bounds-write", "trap", "endless-loop", "wrong-result"])
 def test_isolation_survives_broken_kernels(worker, code, failure, words):
     with pytest.raises(failure, match=words):
         worker.call("measure", GOOD, SMALL, code=code, timeout=None if failure is not Timeout else 15)
