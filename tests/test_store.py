@@ -1,0 +1,328 @@
+"""The results store (gemmgen.store) and its readers (gemmgen.lookup): CPU only."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+
+import pytest
+
+from gemmgen import atomic, lookup, store
+from gemmgen.config import KernelConfig
+from gemmgen.lookup import dispatch, export, list_rows, load_all, load_device, log_distance, show_rows
+from gemmgen.outcome import Shape
+from gemmgen.presets import preset
+from gemmgen.render import render
+from gemmgen.atomic import locked
+from gemmgen.store import Entry, ResultsError, load_file, record, slug
+
+H100 = {"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "driver": 12040,
+        "cuda": 12040, "gemmgen": "0.1.0"}
+FILE = "nvidia-h100-80gb-hbm3.json"
+FAST = preset("v10").replace(bounds="none", label="")  # whole tiles only: 128 x 128, K % 8
+
+
+def entry(key: str, tflops: float, config: KernelConfig | None = None) -> Entry:
+    return Entry.new(key, config or preset("v10"), tflops, 25.0, 100, source_hash="h" * 64)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch):
+    """A shipped folder and a user folder of our own, so no test touches the real ones."""
+    shipped, user = tmp_path / "shipped", tmp_path / "user"
+    shipped.mkdir()
+    monkeypatch.setattr(store, "shipped_dir", lambda: shipped)
+    monkeypatch.setenv("GEMMGEN_RESULTS", str(user))
+    return shipped, user
+
+
+def ship(shipped, fingerprint, entries):
+    """Write a shipped file the way a maintainer would (record refuses the shipped folder)."""
+    data = store.DeviceResults(dict(fingerprint), {e.key: e for e in entries}).to_dict()
+    path = shipped / f"{slug(fingerprint['name'])}.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+# ---- file format -----------------------------------------------------------------------------------
+def test_slug_of_device_names():
+    assert slug("NVIDIA H100 80GB HBM3") == "nvidia-h100-80gb-hbm3"
+    assert slug("NVIDIA A100-SXM4-80GB") == "nvidia-a100-sxm4-80gb"
+
+
+def test_record_writes_schema_fingerprint_and_every_field(isolated):
+    _, user = isolated
+    record(H100, [entry("4096x4096x4096", 20.0)])
+    data = json.loads((user / FILE).read_text())
+    assert data["schema"] == 1 and data["device"] == H100
+    e = data["entries"]["4096x4096x4096/NN"]
+    assert KernelConfig.from_dict(e["config"]) == preset("v10") and e["name"] == preset("v10").name
+    assert (e["tflops"], e["cublas_tflops"], e["ratio"], e["trials"]) == (20.0, 25.0, 0.8, 100)
+    assert e["date"].startswith("20") and e["env"] == {"driver": 12040, "cuda": 12040, "gemmgen": "0.1.0"}
+    assert load_file(user / FILE).entries["4096x4096x4096/NN"].tflops == 20.0
+
+
+def test_default_source_hash_is_the_rendered_digest():
+    e = Entry.new("64x64x64/NN", preset("v6"), 1.0, 2.0, 3)
+    assert e.source_hash == render(preset("v6")).digest
+
+
+# ---- atomic write and lock -------------------------------------------------------------------------
+def half_then_fail(data, handle, **kw):
+    handle.write(json.dumps(data)[:40])  # a crash mid-write: the temp file holds half a document
+    raise OSError("disk full")
+
+
+@pytest.mark.parametrize("where, breaker", [("json", half_then_fail), ("fsync", None)])
+def test_failed_write_leaves_old_file_intact(isolated, monkeypatch, where, breaker):
+    _, user = isolated
+    record(H100, [entry("1024x1024x1024", 10.0)])
+    before = (user / FILE).read_bytes()
+    if where == "json":
+        monkeypatch.setattr(atomic.json, "dump", breaker)
+    else:
+        monkeypatch.setattr(atomic.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError("I/O error")))
+    with pytest.raises(OSError):
+        record(H100, [entry("1024x1024x1024", 99.0), entry("2048x2048x2048", 5.0)])
+    monkeypatch.undo()
+    assert (user / FILE).read_bytes() == before
+    assert [p.name for p in user.iterdir() if p.suffix == ".tmp"] == []
+    assert list(load_file(user / FILE).entries) == ["1024x1024x1024/NN"]
+
+
+def _write_many(folder, first, count, barrier):
+    barrier.wait()  # start both writers together so their read-modify-write cycles overlap
+    for i in range(first, first + count):
+        record(H100, [entry(f"{64 + i}x64x64", float(i))], folder)
+
+
+def test_concurrent_writers_keep_every_entry(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_write_many, args=(tmp_path, first, 30, barrier)) for first in (0, 30)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    keys = set(load_file(tmp_path / FILE).entries)
+    assert keys == {f"{64 + i}x64x64/NN" for i in range(60)}
+
+
+def _record_one(folder):
+    record(H100, [entry("8x8x8", 1.0)], folder)
+
+
+def test_writer_waits_for_the_lock(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    with locked(tmp_path / FILE):
+        child = ctx.Process(target=_record_one, args=(tmp_path,))
+        child.start()
+        time.sleep(0.5)
+        assert child.is_alive() and not (tmp_path / FILE).exists()  # blocked on our lock
+    child.join(30)
+    assert child.exitcode == 0 and "8x8x8/NN" in load_file(tmp_path / FILE).entries
+
+
+# ---- merge -----------------------------------------------------------------------------------------
+def test_merge_keeps_the_faster_entry(isolated):
+    _, user = isolated
+    record(H100, [entry("4096x4096x4096", 20.0, preset("v10"))])
+    record(H100, [entry("4096x4096x4096", 15.0, preset("v9"))])
+    assert load_file(user / FILE).entries["4096x4096x4096/NN"].name == preset("v10").name
+    record(H100, [entry("4096x4096x4096", 22.0, preset("v11")), entry("512x512x512", 3.0)])
+    got = load_file(user / FILE).entries
+    assert got["4096x4096x4096/NN"].name == preset("v11").name and got["4096x4096x4096/NN"].tflops == 22.0
+    assert set(got) == {"4096x4096x4096/NN", "512x512x512/NN"}
+
+
+def test_lookup_merges_shipped_and_user_by_speed(isolated):
+    shipped, user = isolated
+    ship(shipped, H100, [entry("4096x4096x4096", 30.0, preset("v11")), entry("256x256x256", 1.0)])
+    record(H100, [entry("4096x4096x4096", 20.0, preset("v10")), entry("128x128x128", 0.5)])
+    dev = load_device(H100)
+    assert set(dev.entries) == {"4096x4096x4096/NN", "256x256x256/NN", "128x128x128/NN"}
+    assert dev.entries["4096x4096x4096/NN"].name == preset("v11").name
+    assert dev.entries["128x128x128/NN"].origin == str(user / FILE)
+
+
+# ---- errors ----------------------------------------------------------------------------------------
+def test_corrupt_file_error_names_the_file_and_is_not_overwritten(isolated):
+    _, user = isolated
+    user.mkdir()
+    (user / FILE).write_text('{"schema": 1, "device": ')
+    with pytest.raises(ResultsError) as err:
+        load_device(H100)
+    assert str(user / FILE) in str(err.value) and "not valid JSON" in str(err.value)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+    with pytest.raises(ResultsError):
+        record(H100, [entry("64x64x64", 1.0)])
+    assert (user / FILE).read_text() == '{"schema": 1, "device": '
+
+
+@pytest.mark.parametrize("content, words", [
+    ({"schema": 2, "device": H100, "entries": {}}, "schema 2"),
+    ({"device": H100, "entries": {}}, "schema None"),
+    ([1, 2], "not a results object"),
+    ({"schema": 1, "device": H100, "entries": {"4096x4096x4096/NN": {"name": "x"}}}, "'4096x4096x4096/NN' lacks"),
+    ({"schema": 1, "device": H100, "entries": {"64x64x64/NT": {**entry("64x64x64", 1).to_dict()}}},
+     "NN kernel under a NT key"),
+    ({"schema": 1, "device": H100, "entries": {"64x64x64/NN": {**entry("64x64x64", 1).to_dict(),
+                                                                "config": {"BM": "big"}}}}, "BM"),
+])
+def test_bad_content_error_names_file_and_problem(tmp_path, content, words):
+    (tmp_path / FILE).write_text(json.dumps(content))
+    with pytest.raises(ResultsError) as err:
+        load_file(tmp_path / FILE)
+    assert str(tmp_path / FILE) in str(err.value) and words in str(err.value)
+
+
+def test_results_of_another_gpu_are_refused(isolated):
+    _, user = isolated
+    record(H100, [entry("64x64x64", 1.0)])
+    with pytest.raises(ResultsError, match="sm_count 132.*sm_count 114"):
+        record({**H100, "sm_count": 114}, [entry("64x64x64", 2.0)])
+    a100 = {"name": "NVIDIA A100-SXM4-80GB", "cc": "8.0"}
+    (user / FILE).write_text(json.dumps({"schema": 1, "device": a100, "entries": {}}))
+    with pytest.raises(ResultsError, match="NVIDIA A100-SXM4-80GB.*never mixed"):
+        record(H100, [entry("64x64x64", 2.0)])
+    with pytest.raises(ResultsError, match="whose file is nvidia-a100-sxm4-80gb.json"):
+        load_file(user / FILE)  # a copied file is refused even when only read
+
+
+def test_new_software_versions_are_accepted_and_stamped(isolated):
+    _, user = isolated
+    record(H100, [entry("64x64x64", 1.0)])
+    record({**H100, "driver": 13000}, [entry("128x128x128", 1.0)])
+    got = load_file(user / FILE)
+    assert got.device["driver"] == 13000
+    assert got.entries["64x64x64/NN"].env["driver"] == 12040
+    assert got.entries["128x128x128/NN"].env["driver"] == 13000
+
+
+# ---- shipped folder ---------------------------------------------------------------------------------
+def test_shipped_folder_is_never_written(isolated):
+    shipped, user = isolated
+    path = ship(shipped, H100, [entry("4096x4096x4096", 1.0)])
+    before = path.read_bytes()
+    record(H100, [entry("4096x4096x4096", 50.0)])
+    assert path.read_bytes() == before and sorted(p.name for p in shipped.iterdir()) == [FILE]
+    assert (user / FILE).exists()
+    with pytest.raises(ResultsError, match="read only"):
+        record(H100, [entry("4096x4096x4096", 60.0)], results=shipped)
+    assert path.read_bytes() == before
+
+
+def test_results_argument_overrides_user_folder(isolated, tmp_path):
+    _, user = isolated
+    record(H100, [entry("64x64x64", 1.0)], results=tmp_path / "mine")
+    assert (tmp_path / "mine" / FILE).exists() and not user.exists()
+    assert "64x64x64/NN" in load_device(H100, tmp_path / "mine").entries
+    assert load_device(H100).entries == {}
+
+
+# ---- dispatch ---------------------------------------------------------------------------------------
+def tuned(*items):
+    return {e.key: e for e in (entry(k, t, c) for k, t, c in items)}
+
+
+def test_log_distance():
+    assert log_distance(Shape(8, 8, 8), Shape(8, 8, 8)) == 0
+    assert log_distance(Shape(1, 1, 1), Shape(4, 1, 1)) == pytest.approx(1.3862944)
+
+
+def test_dispatch_exact_shape_wins():
+    t = tuned(("1000x1000x1000", 5.0, preset("v6")), ("1024x1024x1024", 9.0, preset("v10")))
+    assert dispatch(t, 1000, 1000, 1000).name == preset("v6").name
+    assert dispatch(t, 1000, 1000, 1000, "nn").name == preset("v6").name
+
+
+def test_dispatch_nearest_is_by_log_distance():
+    # 1500 is linearly nearer 256 than 8192, but 8192/1500 = 5.5 < 1500/256 = 5.9
+    t = tuned(("256x256x256", 1.0, preset("v6")), ("8192x8192x8192", 9.0, preset("v10")))
+    assert dispatch(t, 1500, 1500, 1500).key == "8192x8192x8192/NN"
+    assert dispatch(t, 1300, 1300, 1300).key == "256x256x256/NN"
+
+
+def test_dispatch_skips_kernels_that_do_not_accept_the_shape():
+    t = tuned(("4096x4096x4096", 30.0, FAST), ("256x256x256", 1.0, preset("v6")))
+    assert dispatch(t, 4096, 4096, 4096).key == "4096x4096x4096/NN"
+    assert dispatch(t, 4000, 4000, 4000).key == "256x256x256/NN"       # 4000 % 128 != 0
+    assert dispatch(t, 4096, 4096, 4096, lda=4097).key == "256x256x256/NN"  # exact, but misaligned rows
+
+
+def test_dispatch_none_when_nothing_accepts():
+    t = tuned(("4096x4096x4096", 30.0, FAST), ("2048x2048x2048", 20.0, FAST))
+    assert dispatch(t, 1000, 1000, 1000) is None
+    assert dispatch({}, 64, 64, 64) is None
+
+
+def test_dispatch_never_crosses_layouts():
+    nt = preset("v10").replace(layout="NT")
+    t = tuned(("1024x1024x1024", 9.0, preset("v10")), ("64x64x64/NT", 1.0, nt))
+    assert dispatch(t, 1024, 1024, 1024, "NT").key == "64x64x64/NT"
+    assert dispatch(t, 1024, 1024, 1024, "TN") is None
+
+
+# ---- devices, list, show ----------------------------------------------------------------------------
+def test_device_found_by_alias_and_stem(isolated):
+    record(H100, [entry("64x64x64", 1.0)])
+    for name in ("h100", "nvidia-h100-80gb-hbm3", "NVIDIA H100 80GB HBM3"):
+        assert load_device(name, missing_ok=False).name == H100["name"]
+    with pytest.raises(ResultsError, match="no tuned results for 'rtx3090'.*NVIDIA H100 80GB HBM3"):
+        load_device("rtx3090", missing_ok=False)
+    pcie = {"name": "NVIDIA H100 PCIe", "cc": "9.0", "sm_count": 114}
+    assert load_device(pcie).entries == {}  # a fingerprint never borrows another part's results
+
+
+def test_api_lookup_reads_only_its_own_gpu_file(isolated):
+    _, user = isolated
+    record(H100, [entry("64x64x64", 1.0)])
+    (user / "nvidia-l4.json").write_text("garbage")
+    assert "64x64x64/NN" in load_device(H100).entries
+    with pytest.raises(ResultsError, match="nvidia-l4.json: not valid JSON"):
+        list_rows()
+
+
+def test_list_and_show_rows(isolated):
+    shipped, _ = isolated
+    ship(shipped, {"name": "NVIDIA L4", "cc": "8.9", "sm_count": 58}, [entry("512x512x512", 2.0)])
+    record(H100, [entry("4096x4096x4096", 20.0), entry("512x512x512", 4.0)])
+    rows = {r["device"]: r for r in list_rows()}
+    assert set(rows) == {"NVIDIA L4", H100["name"]}
+    assert all(set(r) == set(lookup.LIST_COLUMNS) for r in rows.values())
+    assert rows[H100["name"]]["shapes"] == 2 and rows[H100["name"]]["best_tflops"] == 20.0
+    shown = show_rows("h100")
+    assert [r["shape"] for r in shown] == ["512x512x512/NN", "4096x4096x4096/NN"]  # numeric order
+    assert set(shown[0]) == set(lookup.SHOW_COLUMNS) and shown[1]["ratio"] == 0.8
+    assert set(load_all()) == set(rows)
+
+
+# ---- export ----------------------------------------------------------------------------------------
+def test_export_writes_source_and_manifest(isolated, tmp_path):
+    cfg = preset("v10")
+    record(H100, [Entry.new("4096x4096x2048", cfg, 20.0, 25.0, 200)])
+    cu, manifest = export("h100", "4096x4096x2048", tmp_path / "out")
+    code = cu.read_text()
+    assert cu.name == f"{cfg.name}.cu" and 'extern "C"' in code and cfg.name in code
+    m = json.loads(manifest.read_text())
+    assert KernelConfig.from_dict(m["config"]) == cfg and m["name"] == cfg.name
+    assert m["source_hash"] == m["rendered_hash"] == render(cfg).digest and m["source_matches"]
+    assert m["measured"]["tflops"] == 20.0 and m["measured"]["ratio"] == 0.8
+    assert m["launch"] == {"kernels": [cfg.name], "grid": [32 * 32, 1, 1], "block": [256, 1, 1],
+                           "smem_bytes": cfg.smem_bytes}
+    assert m["device"]["name"] == H100["name"] and m["file"] == cu.name
+
+
+def test_export_flags_a_source_that_changed_since_measured(isolated, tmp_path):
+    record(H100, [entry("1024x1024x1024", 5.0)])  # recorded hash 'hhhh...' is not today's source
+    _, manifest = export(H100, "1024x1024x1024/NN", tmp_path)
+    assert json.loads(manifest.read_text())["source_matches"] is False
+
+
+def test_export_of_missing_shape_lists_tuned_shapes(isolated, tmp_path):
+    record(H100, [entry("1024x1024x1024", 5.0)])
+    with pytest.raises(ResultsError, match="no tuned entry for 2048x2048x2048/NN.*1024x1024x1024/NN"):
+        export("h100", "2048x2048x2048", tmp_path)
+    with pytest.raises(ResultsError, match="not MxNxK"):
+        export("h100", "big", tmp_path)
