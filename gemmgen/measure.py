@@ -35,6 +35,10 @@ class Session:
         self._kernels: dict[str, LoadedKernel] = {}
         self._problems: dict[tuple, object] = {}
 
+    def ping(self) -> str:
+        """Answer 'pong' (a worker's first call starts it and fills ``Worker.spec``)."""
+        return "pong"
+
     def kernel(self, config: KernelConfig, code: str | None = None) -> LoadedKernel:
         """Validate, render, compile (disk-cached) and load a config; ``code`` replaces the rendered
         source (tests plant broken kernels this way)."""
