@@ -41,10 +41,11 @@ def layout_of(a, what: str) -> tuple[str, int]:
     """('N', leading dim) for rows contiguous, ('T', leading dim) for columns contiguous."""
     rows, cols = a.shape
     s0, s1 = (s // 4 for s in a.strides)
-    if (s1 == 1 or cols == 1) and s0 >= cols:
-        return "N", max(s0, cols, 1)
-    if (s0 == 1 or rows == 1) and s1 >= rows:
-        return "T", max(s1, rows, 1)
+    # A stride along a dimension of length 1 is never used, so it does not constrain the layout.
+    if (s1 == 1 or cols == 1) and (s0 >= cols or rows == 1):
+        return "N", max(s0 if rows > 1 else cols, cols, 1)
+    if (s0 == 1 or rows == 1) and (s1 >= rows or cols == 1):
+        return "T", max(s1 if cols > 1 else rows, rows, 1)
     raise ValueError(f"{what} has strides {tuple(a.strides)} bytes for shape {tuple(a.shape)}: neither its rows "
                      "nor its columns are contiguous; pass a contiguous array or a transposed view "
                      "(e.g. cupy.ascontiguousarray)")
