@@ -47,6 +47,13 @@ def main() -> int:
         rows.setdefault("cupy_us", []).append(per_call_us(lambda: cp.matmul(*small, out=out)))
         rows.setdefault("gemmgen_us", []).append(per_call_us(lambda: gemmgen.matmul(*small, out=out)))
     cupy_us, gg_us = min(rows["cupy_us"]), min(rows["gemmgen_us"])
+    if "--profile" in sys.argv:   # where the host time goes, for the next trim
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.runcall(per_call_us, lambda: gemmgen.matmul(*small, out=out), 2000)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
     print(f"256^3 host overhead: cupy.matmul {cupy_us:.1f} us/call, gemmgen.matmul {gg_us:.1f} us/call "
           f"({gg_us / cupy_us:.2f}x)")
     n = 4096
@@ -58,7 +65,7 @@ def main() -> int:
     print(f"4096^3: gemmgen.matmul {2 * n**3 / api_ms / 1e9:.2f} TFLOP/s, kernel alone {2 * n**3 / raw_ms / 1e9:.2f} "
           f"TFLOP/s ({100 * (raw_ms / api_ms):.1f}%), kernel {kernel.config.name}")
     json.dump({"cupy_us": cupy_us, "gemmgen_us": gg_us, "api_ms": api_ms, "kernel_ms": raw_ms,
-               "kernel": kernel.config.name}, sys.stdout if len(sys.argv) < 2 else open(sys.argv[1], "w"))
+               "kernel": kernel.config.name}, sys.stdout if len(sys.argv) < 2 or sys.argv[1].startswith("-") else open(sys.argv[1], "w"))
     return 0
 
 

@@ -43,10 +43,11 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
 
 def _library(device_id: int, strict: bool) -> KernelLibrary:
     key = (device_id, strict)
-    with _LOCK:
-        if key not in _LIBRARIES:
-            _LIBRARIES[key] = load(device_id=device_id, strict=strict)
-        return _LIBRARIES[key]
+    lib = _LIBRARIES.get(key)   # lock-free fast path once loaded
+    if lib is None:
+        with _LOCK:
+            lib = _LIBRARIES.get(key) or _LIBRARIES.setdefault(key, load(device_id=device_id, strict=strict))
+    return lib
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0, stream: Any = None,
@@ -78,10 +79,13 @@ def matmul(A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float =
         c *= beta
         return out if out is not None else c
     (la, lda), (lb, ldb) = layout_of(a, "A"), layout_of(b, "B")
-    with cupy.cuda.Device(a.device.id):
-        kernel = _library(a.device.id, strict).kernel_for(M, N, K, la + lb, lda, ldb, c.strides[0] // 4)
-        kernel(Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, c.strides[0] // 4,
-                        float(alpha), float(beta)), stream)
+    dev, ldc = a.device.id, c.strides[0] // 4
+    ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
+    if cupy.cuda.runtime.getDevice() == dev:   # the common case: skip a device switch per call
+        _library(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc)(ops, stream)
+    else:
+        with cupy.cuda.Device(dev):
+            _library(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc)(ops, stream)
     return out if out is not None else c
 
 

@@ -45,6 +45,7 @@ class LoadedKernel:
         self.module.load(binary.cubin)
         self.functions = {n: self.module.get_function(n) for n in binary.kernel_names}
         self.main = self.functions[config.name]
+        self._block, self._smem, self._grids = config.block(), config.smem_bytes, {}
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
             # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
@@ -82,6 +83,11 @@ class LoadedKernel:
         c = self.config
         stream = stream or cupy.cuda.get_current_stream()
         i32, f32, ptr = np.int32, np.float32, np.uint64
+        if c.split_k == 1:   # hot path: one launch, no workspace
+            self.main(self._grid(ops.M, ops.N, ops.K), self._block, (
+                i32(ops.M), i32(ops.N), i32(ops.K), f32(ops.alpha), ptr(ops.A), i32(ops.lda), ptr(ops.B),
+                i32(ops.ldb), f32(ops.beta), ptr(ops.C), i32(ops.ldc), ptr(0)), shared_mem=self._smem, stream=stream)
+            return
         workspace = None
         if c.split_k > 1 and c.reduce == "atomic":
             self._elementwise(f"{c.name}_scale", ops.M * ops.N, stream,
@@ -96,6 +102,13 @@ class LoadedKernel:
             self._elementwise(f"{c.name}_reduce", ops.M * ops.N, stream,
                               (i32(ops.M), i32(ops.N), f32(ops.alpha), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
                                ptr(workspace.data.ptr)))
+
+    def _grid(self, M: int, N: int, K: int) -> tuple:
+        key = (M, N, K)
+        grid = self._grids.get(key)
+        if grid is None:
+            grid = self._grids[key] = self.config.grid(M, N, K)
+        return grid
 
     def _elementwise(self, name: str, count: int, stream, args) -> None:
         self.functions[name](((count + 255) // 256,), (256,), args, stream=stream)
