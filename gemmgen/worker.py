@@ -36,12 +36,18 @@ def describe_cuda_error(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _serve(conn, device_id: int) -> None:
-    """Worker loop: answer (method, args, kwargs) requests on a Session until told to stop."""
-    from .measure import Session
+def _load_factory(path: str):
+    """'package.module:Name' -> the object (tests inject fake sessions this way)."""
+    import importlib
 
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _serve(conn, device_id: int, factory: str) -> None:
+    """Worker loop: answer (method, args, kwargs) requests on a session until told to stop."""
     try:
-        session = Session(device_id)
+        session = _load_factory(factory)(device_id)
         conn.send(("ready", session.spec))
     except Exception as exc:  # no GPU, no CuPy: report and stop
         conn.send(("error", RuntimeFailure(f"worker could not start: {exc}")))
@@ -74,8 +80,10 @@ class WorkerError(RuntimeError):
 class Worker:
     """A measuring process on one GPU, restarted after any crash or timeout."""
 
-    def __init__(self, device_id: int = 0, floor_s: float = 10.0, start_timeout_s: float = 120.0):
+    def __init__(self, device_id: int = 0, floor_s: float = 10.0, start_timeout_s: float = 120.0,
+                 factory: str = "gemmgen.measure:Session"):
         self.device_id, self.floor_s, self.start_timeout_s = device_id, floor_s, start_timeout_s
+        self.factory = factory
         self._proc = None
         self._conn = None
         self.spec = None
@@ -120,7 +128,7 @@ class Worker:
             return
         ctx = mp.get_context("spawn")   # a forked child would inherit a CUDA context: never fork
         parent, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve, args=(child, self.device_id), daemon=True)
+        self._proc = ctx.Process(target=_serve, args=(child, self.device_id, self.factory), daemon=True)
         self._proc.start()
         self._conn = parent
         if not parent.poll(self.start_timeout_s):
