@@ -47,20 +47,37 @@ def candidates():
                     yield f"{tname} {pname}{' swz' if swz else ''}", cfg
 
 
+def neighbors():
+    """(label, config) pairs: v13's sm_90 config with one parameter changed at a time."""
+    base = preset("v13", "sm_90").replace(label="")
+    yield "v13", base
+    changes = {"BK": [8, 32], "bounds": ["none"], "raster": [1, 4, 16], "pad_a": [0, 8],
+               "layout": ["TN", "NT", "TT"], "prefetch": [False], "vec": [2], "pad_b": [4]}
+    for key, values in changes.items():
+        for value in values:
+            cfg = base.replace(**{key: value})
+            if not explain(cfg, "h100"):
+                yield f"v13 {key}={value}", cfg
+    cfg = base.replace(pad_a=0, swz_a=8)
+    yield "v13 swz_a=8", cfg
+    yield "v13 fast BK=8", base.replace(bounds="none", BK=8)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--shape", default="4096x4096x4096")
     ap.add_argument("--json")
+    ap.add_argument("--neighbors", action="store_true", help="vary v13 one parameter at a time")
     args = ap.parse_args(argv)
     shape = Shape.parse(args.shape)
-    cands = list(candidates())
+    cands = list(neighbors() if args.neighbors else candidates())
     t = time.time()
     compile_many([render(c) for _, c in cands], "sm_90")
     print(f"{len(cands)} candidates compiled in {time.time() - t:.1f} s", flush=True)
     session, rows = Session(0), []
     for label, cfg in cands:
         try:
-            m = session.measure(cfg, shape, rep_ms=100)
+            m = session.measure(cfg, shape.__class__(shape.M, shape.N, shape.K, cfg.layout), rep_ms=100)
             rows.append({"label": label, "config": cfg.to_dict(), **m.to_dict()})
         except Failure as exc:
             print(f"{label}: {exc.kind} {exc.reason}", flush=True)

@@ -1,0 +1,54 @@
+"""Run one config and cuBLAS once each at a shape, for Nsight Compute to capture, and dump the SASS.
+
+    ncu --clock-control none -k regex:'gg_|gemm' python benchmarks/profile_once.py v13 4096
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+
+import cupy as cp
+
+from gemmgen.compile import compile_source
+from gemmgen.launch import LoadedKernel
+from gemmgen.presets import preset
+from gemmgen.problem import Problem
+from gemmgen.outcome import Shape
+from gemmgen.render import render
+
+
+def sass_mix(cubin: bytes, name: str) -> str:
+    """Instruction counts of the kernel's SASS (FFMA share, LDS/STS widths, local memory)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        sass = subprocess.run(["cuobjdump", "-sass", fh.name], capture_output=True, text=True).stdout
+    ops = [line.split()[1].rstrip(";") for line in sass.splitlines() if line.strip().startswith("/*") and "*/" in line
+           and len(line.split()) > 1 and not line.split()[1].startswith("/*")]
+    ops = [o for o in ops if o[0].isalpha() or o.startswith("@")]
+    counts = {}
+    for o in ops:
+        o = o.split(".")[0] if not o.startswith("@") else "predicated"
+        counts[o] = counts.get(o, 0) + 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:14]
+    total = sum(counts.values())
+    return f"{name}: {total} SASS instructions; " + ", ".join(f"{k} {v}" for k, v in top)
+
+
+def main() -> int:
+    label, n = sys.argv[1], int(sys.argv[2])
+    cfg = preset(label, "sm_90")
+    binary = compile_source(render(cfg), "sm_90")
+    print(sass_mix(binary.cubin, cfg.name), flush=True)
+    k = LoadedKernel(cfg, binary)
+    prob = Problem(Shape(n, n, n))
+    out = cp.empty((n, n), cp.float32)
+    k.launch(prob.operands())
+    prob.cublas(out=out)
+    cp.cuda.Device().synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
