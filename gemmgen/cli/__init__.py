@@ -1,0 +1,125 @@
+"""The ``gemmgen`` command line: a registry of subcommands over gemmgen's public API.
+
+Each subcommand module defines a :class:`Command`; :data:`COMMANDS` maps names to them, and
+:func:`register` adds one (bench, search, results, report plug in the same way). Expected user
+errors (unknown preset, key or GPU, bad values, invalid configs, unreadable files) end in one line
+on stderr and exit status 2; anything else is a bug and keeps its traceback.
+
+>>> main(["presets"])                      # doctest: +ELLIPSIS
+v0 ...
+0
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Callable, NoReturn, Sequence
+
+from ..config import ConfigError
+from ..devices import UnknownDevice
+from ..outcome import Failure
+from ..presets import UnknownPreset
+from ..rules import InvalidConfig
+
+PROG = "gemmgen"
+USAGE_ERROR = 2
+
+# Errors that mean "the user asked for something wrong", not "gemmgen is broken". ValueError
+# covers ConfigError, InvalidConfig and UnknownDevice too; they are listed for the reader.
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, InvalidConfig, UnknownPreset, UnknownDevice,
+                                                ValueError, Failure)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: how to set up its parser and how to run it (returns the exit status)."""
+
+    name: str
+    help: str                                               # one line in `gemmgen --help`
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str = ""                                   # paragraph at the top of `--help`
+    epilog: str = ""                                        # examples at the bottom of `--help`
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def register(command: Command) -> Command:
+    """Add a subcommand to the registry (the order of registration is the order in --help)."""
+    COMMANDS[command.name] = command
+    return command
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the problem and where to read more, no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(USAGE_ERROR)
+
+
+EPILOG = """examples:
+  gemmgen presets                                  list the built-in kernels v0..v13
+  gemmgen emit --preset v8 > k.cu                  CUDA source of preset v8
+  gemmgen emit --preset v8 --harness -o k.cu       ... with a main() that checks it against cuBLAS
+  gemmgen explain --preset v12 --arch rtx3090      what a kernel does and whether it fits a GPU
+
+run `gemmgen COMMAND --help` for the options of one command."""
+
+
+def build_parser() -> Parser:
+    """The top-level parser with one sub-parser per registered command."""
+    parser = Parser(prog=PROG, description="Generate, check and tune CUDA SGEMM kernels.",
+                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for cmd in COMMANDS.values():
+        sub = subs.add_parser(cmd.name, help=cmd.help, description=cmd.description or cmd.help,
+                              epilog=cmd.epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        cmd.configure(sub)
+        sub.set_defaults(_command=cmd)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one gemmgen command; returns the exit status (the console script exits with it)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_command", None):
+        parser.print_help(sys.stderr)
+        return USAGE_ERROR
+    args.command_line = " ".join([PROG, *map(shlex.quote, argv)])   # for the "Produced by" header
+    try:
+        return args._command.run(args)
+    except USER_ERRORS as err:
+        sys.stderr.write(f"{PROG} {args.command}: error: {one_line(err)}\n")
+        return USAGE_ERROR
+    except BrokenPipeError:         # `gemmgen emit ... | head` closed the pipe: not an error
+        return 0
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as one line; an invalid config lists every violated rule.
+
+    >>> one_line(ValueError("a\\n  b"))
+    'a; b'
+    """
+    if isinstance(err, InvalidConfig):
+        rules = "; ".join(str(v) for v in err.violations)
+        return f"invalid config {err.config.label or err.config.name}: {rules}"
+    text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def _register_builtin() -> None:
+    from . import emit, explain, presets
+    for module in (emit, presets, explain):
+        register(module.COMMAND)
+
+
+_register_builtin()

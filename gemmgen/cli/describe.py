@@ -1,0 +1,86 @@
+"""Plain-words description of what a kernel config does, for ``gemmgen explain``.
+
+>>> from gemmgen.presets import preset
+>>> features(preset("v8"))[0]
+'each block computes a 128x128 tile of C with 256 threads (8 warps); each thread an 8x8 tile'
+"""
+from __future__ import annotations
+
+from ..config import KernelConfig
+
+_LAYOUT = {"N": "row-major", "T": "column-major"}
+
+
+def features(c: KernelConfig) -> list[str]:
+    """One sentence per idea the kernel uses, in the order the seed progression adds them."""
+    if c.family == "naive":
+        return _naive(c)
+    lines = [_tiling(c), _k_loop(c), _layout_and_loads(c)]
+    lines += [text for flag, text in _optional(c) if flag]
+    return lines
+
+
+def _naive(c: KernelConfig) -> list[str]:
+    walk = ("threadIdx.x walks columns of C: a warp reads one row of B and writes one row of C in "
+            "single transactions (coalesced)") if c.coalesced else (
+            "threadIdx.x walks rows of C: a warp's reads of A and writes of C are a whole row apart "
+            "(uncoalesced, 32 transactions each)")
+    return [f"one thread per element of C in {c.BM}x{c.BN} blocks; each reads a row of A and a column "
+            "of B straight from global memory (no reuse through shared memory)", walk,
+            f"operands: A {_LAYOUT[c.layout[0]]}, B {_LAYOUT[c.layout[1]]}, C row-major"]
+
+
+def _tiling(c: KernelConfig) -> str:
+    warps = c.threads // 32
+    text = (f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({warps} warps); "
+            f"each thread an {c.WMITER * c.TM}x{c.WNITER * c.TN} tile")
+    if c.WMITER * c.WNITER > 1:
+        text += f" as {c.WMITER}x{c.WNITER} sub-tiles of {c.TM}x{c.TN} inside a {c.WM}x{c.WN} warp tile"
+    return text
+
+
+def _k_loop(c: KernelConfig) -> str:
+    if c.async_copy:
+        how = f"a ring of {c.stages} shared-memory stages filled by cp.async, {c.stages - 1} tiles in flight"
+    elif c.stages == 2:
+        how = "two shared-memory buffers: the next tile is loaded into registers while this one is used"
+    else:
+        how = "one shared-memory buffer, loaded and then used between two barriers"
+    return f"K advances {c.BK} at a time through {how}"
+
+
+def _layout_and_loads(c: KernelConfig) -> str:
+    store = "transposed (k-major) so a thread's column of A is contiguous" if c.a_kmajor else "as it is read"
+    return (f"A is {_LAYOUT[c.layout[0]]} and B {_LAYOUT[c.layout[1]]} in global memory, read {c.vec} "
+            f"float{'s' if c.vec > 1 else ''} per load; A is stored in shared memory {store}")
+
+
+def _optional(c: KernelConfig) -> list[tuple[bool, str]]:
+    return [
+        (bool(c.pad_a or c.pad_b), f"shared rows padded by {c.pad_a} (A) and {c.pad_b} (B) floats so "
+                                   "column walks spread over the 32 banks"),
+        (c.swz_a > 1 or c.swz_b > 1, f"16-byte chunks XOR-swizzled (period A {c.swz_a}, B {c.swz_b}) "
+                                     "against bank conflicts, without padding's wasted space"),
+        (c.raster > 1, f"thread-block swizzle: consecutive blocks walk {c.raster} tile rows together "
+                       "so resident blocks share A and B in L2"),
+        (c.prefetch, "register prefetch: the next k's fragments are read while this k's FMAs run"),
+        (c.frag == "shfl", "fragments are exchanged between lanes with __shfl_sync instead of each lane "
+                           "reading shared memory"),
+        (c.split_k > 1, f"split-K: {c.split_k} blocks share each tile's K range; partial sums meet "
+                        + ("by atomicAdd into C (pre-scaled by beta)" if c.reduce == "atomic" else
+                           "in a workspace, summed in a fixed order by a reduce kernel")),
+        (c.bounds == "none", "fast path: no bounds checks, only for shapes the tile divides"),
+        (c.min_blocks > 1, f"__launch_bounds__ asks for {c.min_blocks} resident blocks per SM"),
+    ]
+
+
+def intensity(c: KernelConfig) -> tuple[float, str]:
+    """Arithmetic intensity in FLOP per byte of global traffic, and how it was derived.
+
+    >>> intensity(KernelConfig(BM=128, BN=128))[0]
+    32.0
+    """
+    if c.family == "naive":
+        # Every FMA (2 FLOP) loads one float of A and one of B (8 bytes) from global memory.
+        return 0.25, "2 FLOP per 8 bytes loaded: no reuse (caches give a few times more in practice)"
+    return c.arithmetic_intensity(), f"BM*BN / (2*(BM+BN)) = {c.BM}*{c.BN} / (2*({c.BM}+{c.BN}))"

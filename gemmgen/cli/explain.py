@@ -1,0 +1,162 @@
+"""``gemmgen explain``: what a kernel does, what it costs, and every rule it breaks on a target.
+
+>>> from gemmgen.presets import preset
+>>> from gemmgen.devices import for_arch
+>>> report(preset("v8"), for_arch("sm_90"), use_ptxas=False)["threads"]
+256
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from ..config import KernelConfig
+from ..devices import DeviceSpec
+from ..outcome import CompileFailure
+from ..presets import describe
+from ..ptxas import ToolkitMissing, compile_cubin
+from ..render import accepts_text, launch_lines, render
+from ..rules import explain, register_estimate, rule_names
+from . import Command
+from .describe import features, intensity
+from .options import add_config_options, config_from_args
+
+_STRUCTURAL = {"FAMILY", "LAYOUT", "POSITIVE", "THREADS"}   # derived geometry is meaningless past these
+
+
+def report(config: KernelConfig, device: DeviceSpec, use_ptxas: bool = True) -> dict:
+    """Everything `explain` shows, as a JSON-ready dict (``violations`` empty when the config is valid)."""
+    violations = explain(config, device)
+    out = {"kernel": config.name, "label": config.label, "target": _target(device),
+           "valid": not violations, "violations": [asdict(v) for v in violations],
+           "config": config.to_dict()}
+    if not {v.rule for v in violations} & _STRUCTURAL:
+        out.update(_geometry(config, device))
+    if use_ptxas and not violations:
+        out["ptxas"], out["ptxas_note"] = _ptxas(config, device)
+    return out
+
+
+def _target(d: DeviceSpec) -> dict:
+    return {"key": d.key, "name": d.name, "arch": d.arch}
+
+
+def _geometry(c: KernelConfig, d: DeviceSpec) -> dict:
+    ai, formula = intensity(c)
+    ridge = d.fp32_tflops * 1e3 / d.mem_gbs if d.mem_gbs else None   # FLOP/B where compute = bandwidth
+    return {
+        "features": features(c), "threads": c.threads, "warps": c.threads // 32,
+        "smem_per_stage": c.smem_per_stage, "stages": c.stages, "smem_bytes": c.smem_bytes,
+        "smem_limit": d.smem_per_block_optin, "accumulators": c.accumulators,
+        "register_estimate": register_estimate(c) if c.family == "simt" else None,
+        "arithmetic_intensity": ai, "intensity_formula": formula,
+        "ridge_point": round(ridge, 2) if ridge else None,
+        "accepts": accepts_text(c), "launch": launch_lines(c),
+    }
+
+
+def _ptxas(c: KernelConfig, d: DeviceSpec) -> tuple[dict | None, str]:
+    """Registers and spills from ptxas, or None and the reason they are missing."""
+    try:
+        rep = compile_cubin(render(c, d), d.arch)
+    except ToolkitMissing as err:
+        return None, f"not compiled: {err}"
+    except CompileFailure as err:
+        return None, f"nvcc rejected the source ({err.reason}); this is a gemmgen bug, please report it"
+    note = f"nvcc -cubin -arch={d.arch} -O3 in {rep.seconds:.1f} s"
+    return {name: asdict(k) for name, k in rep.kernels.items()}, note
+
+
+# ---- text -------------------------------------------------------------------------------------
+def text(r: dict, preset_name: str | None) -> str:
+    """The report as the lines `gemmgen explain` prints."""
+    t = r["target"]
+    lines = [f"{r['label'] or 'config'}: {r['kernel']}"]
+    if preset_name and r["label"] == preset_name:
+        lines.append(f"  {describe(preset_name)}")
+    lines.append(f"target: {t['key']} ({t['arch']}, {t['name']})")
+    if "features" in r:
+        lines += ["", "What it does:"] + [f"  - {f}" for f in r["features"]] + ["", "Resources:"] + _resources(r)
+    lines += ["", "Rules:"] + _rules(r)
+    return "\n".join(lines)
+
+
+def _resources(r: dict) -> list[str]:
+    rows = [("threads", f"{r['threads']} per block ({r['warps']} warps)"),
+            ("shared memory", f"{r['smem_per_stage']} B per stage x {r['stages']} = {r['smem_bytes']} B "
+                              f"(limit {r['smem_limit']} B per block on this target)"),
+            ("accumulators", f"{r['accumulators']} per thread"
+             + (f"; about {r['register_estimate']} registers (estimate)" if r["register_estimate"] else ""))]
+    rows += _ptxas_rows(r)
+    ridge = r["ridge_point"]
+    bound = "" if not ridge else (f"; ridge point {ridge:g} FLOP/B: "
+                                  + ("compute-bound" if r["arithmetic_intensity"] >= ridge else "memory-bound")
+                                  + " if nothing else limits it")
+    rows += [("intensity", f"{r['arithmetic_intensity']:g} FLOP/B ({r['intensity_formula']}){bound}"),
+             ("accepts", r["accepts"])]
+    rows += [("launch" if i == 0 else "", line) for i, line in enumerate(r["launch"])]
+    return [f"  {k:<15}{v}" for k, v in rows]
+
+
+def _ptxas_rows(r: dict) -> list[tuple[str, str]]:
+    if "ptxas" not in r:
+        return []
+    if r["ptxas"] is None:
+        return [("ptxas", r["ptxas_note"])]
+    rows = [("ptxas" if i == 0 else "",
+             f"{_role(r['kernel'], k['name'])}{k['registers']} registers, {k['spill_stores']} B spill stores, "
+             f"{k['spill_loads']} B spill loads, {k['stack_bytes']} B stack")
+            for i, k in enumerate(r["ptxas"].values())]
+    return rows + [("", f"({r['ptxas_note']})")]
+
+
+def _role(main: str, name: str) -> str:
+    """'' for the main kernel, 'scale: ' or 'reduce: ' for a split-K helper (their names end so)."""
+    return "" if name == main else f"{name[len(main) + 1:] if name.startswith(main) else name}: "
+
+
+def _rules(r: dict) -> list[str]:
+    if not r["violations"]:
+        return [f"  all {len(rule_names())} rules pass for {r['target']['key']}"]
+    return [f"  x {v['rule']}: {v['reason']}" for v in r["violations"]]
+
+
+# ---- command ----------------------------------------------------------------------------------
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_options(parser)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--no-ptxas", action="store_true",
+                        help="skip the nvcc compile that reports registers and spills")
+
+
+def run(args: argparse.Namespace) -> int:
+    config, device = config_from_args(args)
+    r = report(config, device, use_ptxas=not args.no_ptxas)
+    if args.json:
+        print(json.dumps(r, indent=2))
+    else:
+        print(text(r, args.preset))
+    if r["violations"]:     # scripts can test the exit status; the report above says why
+        rules = ", ".join(v["rule"] for v in r["violations"])
+        print(f"gemmgen explain: invalid for {device.key}: {rules}", file=sys.stderr)
+        return 1
+    return 0
+
+
+COMMAND = Command(
+    name="explain",
+    help="what a kernel does, its threads, shared memory, intensity, registers and broken rules",
+    description="Explain one kernel config for a target: what each part of the kernel does, its "
+                "resources (with registers and spills from ptxas where nvcc is installed), its arithmetic "
+                "intensity, the shapes it accepts, and every rule it breaks.",
+    configure=configure,
+    run=run,
+    epilog="""examples:
+  gemmgen explain --preset v8
+  gemmgen explain --preset v13 --set stages=6 --arch rtx3090      (SHARED_MEMORY: the tile does not fit)
+  gemmgen explain --config best.json --json
+
+exit status: 0 valid, 1 the config breaks a rule on the target, 2 bad input.""",
+)

@@ -1,0 +1,101 @@
+"""Options shared by subcommands that take one kernel config: --preset, --config, --set, --arch.
+
+A config comes from a preset or a JSON file, then ``--set KEY=VALUE`` overrides are applied in
+one step (so the unknown-key and type errors name every bad key at once), then it is checked for
+the ``--arch`` target.
+
+>>> import argparse
+>>> p = argparse.ArgumentParser(); add_config_options(p)
+>>> cfg, dev = config_from_args(p.parse_args(["--preset", "v8", "--set", "BK=16"]))
+>>> cfg.BK, dev.arch
+(16, 'sm_90')
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..config import KernelConfig
+from ..devices import ARCHS, KNOWN, DeviceSpec, for_arch
+from ..presets import names, preset
+
+DEFAULT_ARCH = "sm_90"
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """Add --preset/--config, --set and --arch to a subcommand's parser."""
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--preset", metavar="NAME", help=f"start from a preset ({', '.join(names())})")
+    src.add_argument("--config", metavar="FILE.json",
+                     help="start from a config saved as JSON ('-' reads standard input)")
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides",
+                        help="override one parameter, e.g. --set BK=16 --set stages=3 (repeatable)")
+    parser.add_argument("--arch", default=DEFAULT_ARCH, metavar="TARGET",
+                        help=f"validate for this target: {', '.join(ARCHS)} or a GPU name "
+                             f"({', '.join(KNOWN)}); default {DEFAULT_ARCH}")
+
+
+def config_from_args(args: argparse.Namespace) -> tuple[KernelConfig, DeviceSpec]:
+    """The config the options describe and the device to check it against (not yet validated)."""
+    device = for_arch(args.arch)
+    if args.preset:
+        base = preset(args.preset, device.arch)
+    elif args.config:
+        base = load_config(args.config)
+    else:
+        raise ValueError(f"give --preset NAME ({', '.join(names())}) or --config FILE.json")
+    return apply_overrides(base, args.overrides), device
+
+
+def load_config(path: str) -> KernelConfig:
+    """A KernelConfig from a JSON file: the config's dictionary, or a record holding it under 'config'.
+
+    >>> load_config("/nonexistent.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot read config file '/nonexistent.json': No such file or directory
+    """
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    except OSError as err:
+        raise ValueError(f"cannot read config file {path!r}: {err.strerror or err}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"config file {path!r} is not valid JSON: {err}") from None
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        data = data["config"]       # a results record or an `explain --json` report
+    if not isinstance(data, dict):
+        raise ValueError(f"config file {path!r} holds a JSON {type(data).__name__}; "
+                         "expected an object of parameters, e.g. {\"BM\": 128, \"BN\": 128}")
+    return KernelConfig.from_dict(data)
+
+
+def apply_overrides(base: KernelConfig, overrides: list[str]) -> KernelConfig:
+    """Apply KEY=VALUE strings; the label records that the config left its preset.
+
+    >>> apply_overrides(preset("v5"), ["BK=16"]).label
+    'v5 with BK=16'
+    """
+    if not overrides:
+        return base
+    changes = parse_overrides(overrides)
+    label = f"{base.label} with {', '.join(overrides)}" if base.label else ""
+    return base.replace(**{"label": label, **changes})   # an explicit --set label=... wins
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """'KEY=VALUE' strings -> dict of raw string values (KernelConfig.from_dict converts them).
+
+    >>> parse_overrides(["BM=64", "layout=nt"])
+    {'BM': '64', 'layout': 'nt'}
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {item!r} is not KEY=VALUE, e.g. --set BK=16")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,196 @@
+"""The gemmgen command line: emit, presets, explain, and one-line errors for every kind of bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gemmgen import ptxas
+from gemmgen.cli import COMMANDS, Command, main, register
+from gemmgen.presets import names, preset
+
+
+def run(capsys, *argv):
+    """(exit status, stdout, stderr) of one in-process run of the CLI."""
+    try:
+        code = main(list(argv))
+    except SystemExit as stop:           # argparse's own exits (--help, usage errors)
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---- emit ----------------------------------------------------------------------------------------
+def test_emit_preset_to_stdout_records_the_command(capsys):
+    code, out, err = run(capsys, "emit", "--preset", "v8")
+    assert code == 0 and err == ""
+    assert preset("v8").name in out and 'extern "C"' in out
+    assert "// Produced by: gemmgen emit --preset v8\n" in out
+    assert "int main(" not in out
+
+
+def test_emit_to_file_with_harness(capsys, tmp_path):
+    target = tmp_path / "k.cu"
+    code, out, err = run(capsys, "emit", "--preset", "v12", "--harness", "-o", str(target))
+    assert code == 0 and out == "" and str(target) in err
+    text = target.read_text()
+    assert "int main(int argc, char** argv)" in text and f"{preset('v12').name}_scale" in text
+    assert f"Produced by: gemmgen emit --preset v12 --harness -o {target}" in text
+
+
+def test_emit_set_overrides_change_the_kernel(capsys):
+    code, out, _ = run(capsys, "emit", "--preset", "v10", "--set", "BK=16", "--set", "stages=3",
+                       "--set", "async_copy=true", "--arch", "sm_86")
+    expected = preset("v10").replace(BK=16, stages=3, async_copy=True)
+    assert code == 0 and expected.name in out and "cp.async" in out
+
+
+def test_emit_config_file_round_trips_presets_json(capsys, tmp_path):
+    _, out, _ = run(capsys, "presets", "--json")
+    record = next(r for r in json.loads(out) if r["preset"] == "v9")
+    path = tmp_path / "v9.json"
+    path.write_text(json.dumps(record))                      # a record with the config under "config"
+    code, out, _ = run(capsys, "emit", "--config", str(path))
+    assert code == 0 and preset("v9").name in out
+
+
+def test_emit_validates_for_the_arch(capsys):
+    args = ["emit", "--preset", "v10", "--set", "BK=32", "--set", "stages=4", "--set", "async_copy=true",
+            "--set", "prefetch=false"]
+    assert run(capsys, *args, "--arch", "h100")[0] == 0
+    code, out, err = run(capsys, *args, "--arch", "rtx3090")
+    assert code != 0 and out == "" and "SHARED_MEMORY" in err and "101376" in err
+
+
+# ---- presets -------------------------------------------------------------------------------------
+def test_presets_lists_one_line_each(capsys):
+    code, out, _ = run(capsys, "presets")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 1 + len(names())
+    assert lines[0].startswith("preset")
+    assert [ln.split()[0] for ln in lines[1:]] == names()
+    v8 = next(ln for ln in lines if ln.startswith("v8 "))
+    assert "128x128x8" in v8 and "double buffering" in v8
+
+
+def test_presets_json(capsys):
+    code, out, _ = run(capsys, "presets", "--json")
+    records = json.loads(out)
+    assert code == 0 and [r["preset"] for r in records] == names()
+    assert records[8]["kernel"] == preset("v8").name and records[8]["config"]["stages"] == 2
+
+
+# ---- explain -------------------------------------------------------------------------------------
+def test_explain_text(capsys):
+    code, out, _ = run(capsys, "explain", "--preset", "v8", "--no-ptxas")
+    assert code == 0
+    for words in ("double buffering", "threads", "256 per block", "shared memory", "16640 B",
+                  "intensity", "32 FLOP/B", "accepts", "any M, N, K", "launch", "rules pass"):
+        assert words in out, words
+
+
+def test_explain_json_has_everything(capsys):
+    code, out, _ = run(capsys, "explain", "--preset", "v12", "--arch", "a100", "--json", "--no-ptxas")
+    r = json.loads(out)
+    assert code == 0 and r["valid"] and r["target"]["arch"] == "sm_80"
+    assert r["threads"] == 256 and r["smem_bytes"] == preset("v12").smem_bytes
+    assert r["arithmetic_intensity"] == 32.0 and r["violations"] == [] and "accepts" in r
+    assert r["config"] == preset("v12").to_dict()
+
+
+def test_explain_naive_intensity(capsys):
+    _, out, _ = run(capsys, "explain", "--preset", "v0", "--json", "--no-ptxas")
+    assert json.loads(out)["arithmetic_intensity"] == 0.25
+
+
+@pytest.mark.skipif(not ptxas.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+def test_explain_reports_ptxas_registers_and_spills(capsys):
+    code, out, _ = run(capsys, "explain", "--preset", "v12", "--arch", "sm_86", "--json")
+    kernels = json.loads(out)["ptxas"]
+    assert code == 0 and set(kernels) == {preset("v12").name, f"{preset('v12').name}_scale"}
+    main_kernel = kernels[preset("v12").name]
+    assert main_kernel["registers"] > 32 and main_kernel["spill_stores"] == 0 and main_kernel["arch"] == "sm_86"
+    _, text, _ = run(capsys, "explain", "--preset", "v12", "--arch", "sm_86")
+    assert "registers" in text and "spill" in text
+
+
+def test_explain_invalid_config_lists_every_rule(capsys):
+    code, out, err = run(capsys, "explain", "--preset", "v8", "--set", "vec=3", "--set", "stages=3")
+    assert code == 1
+    for rule in ("VECTOR", "VECTORIZE", "STAGES"):
+        assert f"x {rule}:" in out
+    assert len(err.strip().splitlines()) == 1 and "STAGES" in err
+
+
+# ---- bad input: one line, non-zero, names the value and the choices --------------------------
+BAD = {
+    "unknown preset": (["emit", "--preset", "v99"], ["'v99'", "v0", "v13"]),
+    "unknown key": (["emit", "--preset", "v8", "--set", "tile=3"], ["tile", "valid keys", "BM"]),
+    "bad integer": (["emit", "--preset", "v8", "--set", "BM=abc"], ["BM", "'abc'", "integer"]),
+    "bad boolean": (["emit", "--preset", "v8", "--set", "prefetch=maybe"], ["prefetch", "'maybe'", "true or false"]),
+    "not KEY=VALUE": (["emit", "--preset", "v8", "--set", "BM"], ["'BM'", "KEY=VALUE"]),
+    "bad choice": (["emit", "--preset", "v8", "--set", "layout=XY"], ["LAYOUT", "'XY'", "NN, NT, TN, TT"]),
+    "invalid combination": (["emit", "--preset", "v8", "--set", "BM=96"], ["VECTORIZE", "768"]),
+    "several rules": (["emit", "--preset", "v8", "--set", "vec=3", "--set", "stages=3"],
+                      ["VECTOR:", "VECTORIZE:", "STAGES:"]),
+    "unknown arch": (["emit", "--preset", "v8", "--arch", "sm_70"], ["'sm_70'", "sm_80", "rtx3090"]),
+    "unknown gpu": (["explain", "--preset", "v8", "--arch", "gtx1080"], ["'gtx1080'", "h100"]),
+    "missing file": (["emit", "--config", "/nonexistent/k.json"], ["/nonexistent/k.json", "No such file"]),
+    "no source": (["emit"], ["--preset", "--config", "v8"]),
+    "both sources": (["emit", "--preset", "v8", "--config", "x.json"], ["not allowed with"]),
+    "unknown option": (["emit", "--preset", "v8", "--fast"], ["--fast"]),
+    "unknown command": (["frobnicate"], ["'frobnicate'", "emit", "explain"]),
+    "unwritable output": (["emit", "--preset", "v8", "-o", "/nonexistent/dir/k.cu"], ["/nonexistent/dir/k.cu"]),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_gives_one_line(capsys, case):
+    argv, words = BAD[case]
+    code, out, err = run(capsys, *argv)
+    assert code not in (0, None) and out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, (word, err)
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not json", ["not valid JSON"]),
+    ("[1, 2]", ["JSON list", "expected an object"]),
+    ('{"BM": 64, "wat": 1}', ["wat", "valid keys"]),
+    ('{"BM": "big"}', ["BM", "'big'"]),
+])
+def test_bad_config_files(capsys, tmp_path, content, words):
+    path = tmp_path / "c.json"
+    path.write_text(content)
+    code, out, err = run(capsys, "emit", "--config", str(path))
+    assert code != 0 and len(err.strip().splitlines()) == 1 and all(w in err for w in words), err
+
+
+def test_console_script_errors_have_no_traceback():
+    done = subprocess.run([sys.executable, "-m", "gemmgen.cli", "emit", "--preset", "v99"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("gemmgen emit: error: unknown preset 'v99'") and "Traceback" not in done.stderr
+
+
+# ---- help and registry ---------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [["--help"], ["emit", "--help"], ["explain", "--help"], ["presets", "--help"]])
+def test_help_teaches_with_examples(capsys, argv):
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "examples:" in out and "gemmgen " in out
+
+
+def test_no_command_prints_help(capsys):
+    code, _, err = run(capsys)
+    assert code == 2 and "emit" in err
+
+
+def test_registry_takes_new_commands(capsys, monkeypatch):
+    monkeypatch.setitem(COMMANDS, "hello", None)             # restored after the test
+    register(Command("hello", "say hello", lambda p: p.add_argument("--who", default="world"),
+                     lambda a: print(f"hello {a.who}") or 0))
+    assert run(capsys, "hello", "--who", "gemmgen") == (0, "hello gemmgen\n", "")

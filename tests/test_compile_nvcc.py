@@ -1,0 +1,98 @@
+"""Every preset and 100 random valid configs compile with nvcc for sm_80, sm_86 and sm_90 (no GPU needed).
+
+All compiles are queued at once through ptxas.compile_many (one nvcc per core), so the module costs
+about (jobs x 0.8 s) / cores; the tests then read the shared results.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from gemmgen import ptxas
+from gemmgen.outcome import CompileFailure
+from gemmgen.presets import names, preset
+from gemmgen.render import emit, render
+from gemmgen.space import sample_valid
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not ptxas.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")]
+
+ARCHS = ("sm_80", "sm_86", "sm_90")
+SPILL_FREE = names()[names().index("v5"):]        # v5..v13: register-tiled kernels must not spill
+RANDOM_PER_LAYOUT = 25                            # x 4 layouts = 100 random configs
+
+
+def _random_configs():
+    # Valid on the rtx3090 (sm_86: 99 KB of shared memory, the smallest of the three targets), so every
+    # config is valid on sm_80 and sm_90 too; all four layouts, so every load path is compiled.
+    return [c for lay in ("NN", "NT", "TN", "TT") for c in sample_valid(RANDOM_PER_LAYOUT, "sm_86", seed=11, layout=lay)]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """{(kind, name, arch): PtxasReport | CompileFailure} for presets and random configs."""
+    jobs = [(("preset", n, a), render(preset(n, a), a)) for a in ARCHS for n in names()]
+    jobs += [(("random", c.name, a), render(c, a)) for c in _random_configs() for a in ARCHS]
+    results = ptxas.compile_many([(src, key[2]) for key, src in jobs])
+    return {key: res for (key, _), res in zip(jobs, results)}
+
+
+def _failures(compiled, kind):
+    return {k: r.reason for k, r in compiled.items() if k[0] == kind and isinstance(r, CompileFailure)}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_preset_compiles(compiled, arch):
+    bad = {k: v for k, v in _failures(compiled, "preset").items() if k[2] == arch}
+    assert not bad, bad
+    for n in names():
+        report = compiled[("preset", n, arch)]
+        assert preset(n, arch).name in report.kernels, report.log
+
+
+@pytest.mark.parametrize("name", SPILL_FREE)
+def test_register_tiled_presets_do_not_spill_on_sm_90(compiled, name):
+    report = compiled[("preset", name, "sm_90")]
+    assert isinstance(report, ptxas.PtxasReport), report
+    assert report.spills == 0, {k.name: (k.registers, k.spill_stores, k.spill_loads) for k in report.kernels.values()}
+
+
+def test_random_valid_configs_compile_for_every_arch(compiled):
+    keys = [k for k in compiled if k[0] == "random"]
+    assert len(keys) == 4 * RANDOM_PER_LAYOUT * len(ARCHS)
+    assert not _failures(compiled, "random")
+
+
+def test_registers_stay_within_the_hardware_limit(compiled):
+    for key, report in compiled.items():
+        if isinstance(report, ptxas.PtxasReport):
+            assert all(k.registers <= 255 for k in report.kernels.values()), key
+
+
+# ---- the --harness programs ------------------------------------------------------------------
+def _cublas_or_skip():
+    try:
+        return ptxas.cublas_flags()
+    except ptxas.ToolkitMissing as err:
+        pytest.skip(str(err))
+
+
+def test_every_harness_program_builds_for_sm_90(tmp_path):
+    _cublas_or_skip()
+    configs = [preset(n, "sm_90") for n in names()]
+    configs.append(preset("v12").replace(reduce="workspace", layout="TN", label="v12-workspace-TN"))
+    configs.append(preset("v8").replace(bounds="none", layout="NT", label="v8-fast-NT"))
+
+    def build(cfg):
+        try:
+            ptxas.build_program(emit(cfg, "sm_90", harness=True), tmp_path / cfg.label, "sm_90")
+            return None
+        except CompileFailure as failure:
+            return f"{cfg.label}: {failure.reason}"
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        errors = [e for e in pool.map(build, configs) if e]
+    assert not errors
+    assert all(os.access(tmp_path / c.label, os.X_OK) for c in configs)

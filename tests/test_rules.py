@@ -1,0 +1,101 @@
+"""Named rules: invalid configs raise InvalidConfig with the expected rule names and numbers."""
+from __future__ import annotations
+
+import pytest
+
+from gemmgen.config import KernelConfig
+from gemmgen.devices import DeviceSpec
+from gemmgen.presets import all_presets, names, preset
+from gemmgen.render import render
+from gemmgen.rules import InvalidConfig, explain, rule_names, validate
+
+TURING = DeviceSpec("t4", "Tesla T4", (7, 5), 40, 64 * 1024, 64 * 1024, max_threads_per_sm=1024)
+
+
+def rules(cfg: KernelConfig, device="h100") -> list[str]:
+    return [v.rule for v in explain(cfg, device)]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
+def test_every_preset_is_valid(arch):
+    for cfg in all_presets(arch):
+        assert explain(cfg, arch) == [], cfg.label
+
+
+@pytest.mark.parametrize("gpu", ["rtx3090", "a10", "a100", "l4", "rtx4090", "4070ti-super", "h100", "h200"])
+def test_presets_up_to_v12_fit_every_known_gpu(gpu):
+    for name in names()[:-1]:
+        assert explain(preset(name), gpu) == [], name
+
+
+# (config, the rules it must break on the h100)
+CASES = {
+    "warp tile": (preset("v8").replace(BM=96, WM=64), ["WARP_TILE", "THREAD_TILE"]),
+    "thread tile": (preset("v5").replace(TM=4), ["THREAD_TILE"]),
+    "vectorize": (preset("v8").replace(BM=96), ["VECTORIZE"]),
+    "vector width": (preset("v5").replace(vec=3), ["VECTOR", "VECTORIZE"]),
+    "stages without cp.async": (preset("v8").replace(stages=3), ["STAGES"]),
+    "cp.async single stage": (preset("v8").replace(stages=1, async_copy=True), ["STAGES"]),
+    "too many stages": (preset("v13").replace(stages=9), ["STAGES"]),
+    "swizzle and padding": (preset("v8").replace(swz_a=4), ["SWIZZLE"]),
+    "swizzle period": (preset("v8").replace(swz_a=3, pad_a=0), ["SWIZZLE"]),
+    "swizzle without k-major A": (preset("v8").replace(swz_a=2, pad_a=0, a_kmajor=False), ["SWIZZLE"]),
+    "registers": (KernelConfig(BM=128, BN=128, BK=8, WM=64, WN=128, TM=16, TN=16), ["REGISTERS"]),
+    "shuffle sub-tile": (preset("v11").replace(WMITER=1, TM=8), ["FRAGMENTS"]),
+    "reduction": (preset("v12").replace(reduce="tree"), ["SPLIT_K"]),
+    "bounds": (preset("v8").replace(bounds="maybe"), ["BOUNDS"]),
+    "layout": (preset("v8").replace(layout="XY"), ["LAYOUT"]),
+    "threads": (preset("v5").replace(BM=512, BN=256, WM=16, WN=128), ["THREADS", "REGISTERS"]),
+    "naive extras": (preset("v1").replace(stages=2), ["NAIVE_DEFAULTS"]),
+    "padding": (preset("v8").replace(pad_b=40), ["PADDING"]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_configs_name_their_rules(case):
+    cfg, expected = CASES[case]
+    assert rules(cfg) == expected
+    with pytest.raises(InvalidConfig) as err:
+        validate(cfg, "h100")
+    assert [v.rule for v in err.value.violations] == expected
+    assert all(name in str(err.value) for name in expected)
+
+
+def test_shared_memory_depends_on_the_gpu():
+    big = preset("v10").replace(BK=32, stages=4, async_copy=True, prefetch=False)   # 4 x 33280 bytes
+    assert rules(big, "h100") == [] and rules(big, "a100") == []
+    assert rules(big, "rtx3090") == ["SHARED_MEMORY"] == rules(big, "sm_86")
+    reason = explain(big, "rtx3090")[0].reason
+    assert "133120" in reason and "101376" in reason      # needed and allowed, in bytes
+
+
+def test_cp_async_needs_ampere():
+    cfg = preset("v13", "sm_80").replace(stages=2, async_copy=True)
+    assert rules(cfg, "a100") == []
+    assert "ASYNC_ARCH" in rules(cfg, TURING)
+    assert "sm_80" in str(explain(cfg, TURING))
+
+
+def test_reason_gives_the_numbers():
+    (v,) = explain(preset("v8").replace(BM=96), "h100")
+    assert "1024" in v.reason and "768" in v.reason and str(v).startswith("VECTORIZE: ")
+
+
+def test_every_violation_is_listed_not_just_the_first():
+    cfg = preset("v8").replace(vec=3, stages=3, swz_b=3)
+    assert set(rules(cfg)) >= {"VECTOR", "VECTORIZE", "STAGES", "SWIZZLE"}
+
+
+def test_structural_errors_stop_before_dividing_by_zero():
+    assert rules(preset("v8").replace(WM=0)) == ["POSITIVE"]
+
+
+def test_invalid_config_is_never_rendered():
+    with pytest.raises(InvalidConfig):
+        render(preset("v8").replace(BM=96), "h100")
+
+
+def test_rule_names_cover_the_documented_ones():
+    documented = {"VECTORIZE", "WARP_TILE", "THREAD_TILE", "SHARED_MEMORY", "ASYNC_ARCH", "STAGES",
+                  "SWIZZLE", "REGISTERS"}
+    assert documented <= set(rule_names())
