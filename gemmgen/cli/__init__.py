@@ -117,8 +117,8 @@ def one_line(err: BaseException) -> str:
 
 
 def _register_builtin() -> None:
-    from . import emit, explain, presets
-    for module in (emit, presets, explain):
+    from . import bench, emit, explain, presets, results
+    for module in (emit, presets, explain, bench, results):
         register(module.COMMAND)
 
 

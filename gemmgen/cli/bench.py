@@ -1,0 +1,77 @@
+"""``gemmgen bench``: time presets or configs against cuBLAS on this GPU, seed 000's table.
+
+Each kernel passes the correctness gate first and runs in an isolated worker process; cuBLAS is
+timed in the same run, interleaved with it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import Command
+from .options import apply_overrides, load_config
+from ..outcome import Shape
+from ..presets import names, preset
+
+EPILOG = """examples:
+  gemmgen bench --preset all --shape 4096x4096x4096          the progression table v0..v13
+  gemmgen bench --preset v10 --preset v13 --shape 1000x1000x1000 --shape 8192x8192x8192
+  gemmgen bench --preset v13 --layout NT --json > nt.json      numbers for scripts
+  gemmgen bench --preset all --plot progression.png            roofline and % of cuBLAS charts"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", action="append", default=[], metavar="NAME",
+                        help=f"a preset to time (repeatable): {', '.join(names())} or 'all' (default: all)")
+    parser.add_argument("--config", action="append", default=[], metavar="FILE.json", help="a config to time (repeatable)")
+    parser.add_argument("--set", action="append", default=[], dest="overrides", metavar="KEY=VALUE",
+                        help="override a parameter of every timed config")
+    parser.add_argument("--shape", action="append", default=[], metavar="MxNxK",
+                        help="problem size, e.g. 4096x4096x4096 (repeatable; default 4096x4096x4096)")
+    parser.add_argument("--layout", default="NN", choices=("NN", "NT", "TN", "TT"),
+                        help="storage of A and B: N row-major, T column-major (default NN)")
+    parser.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    parser.add_argument("--rep-ms", type=float, default=100.0, help="timing budget per kernel in ms (default 100)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument("--plot", metavar="FILE.png", help="also write roofline and %% of cuBLAS charts (needs matplotlib)")
+
+
+def configs_from_args(args: argparse.Namespace, arch: str) -> list:
+    """The configs named by --preset/--config, with --set applied."""
+    wanted = args.preset or ([] if args.config else ["all"])
+    chosen = names() if "all" in wanted else wanted
+    configs = [preset(n, arch) for n in chosen] + [load_config(p) for p in args.config]
+    return [apply_overrides(c, args.overrides) for c in configs]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..benchmark import plot, run as run_bench, table, to_json
+    from ..worker import Worker
+
+    shapes = [Shape.parse(s, args.layout) for s in (args.shape or ["4096x4096x4096"])]
+    with Worker(args.device) as worker:
+        worker.call("ping")
+        spec = worker.spec
+        configs = configs_from_args(args, spec.arch)
+        rows = run_bench(configs, shapes, lambda c, s: worker.call("measure", c, s, rep_ms=args.rep_ms), _progress)
+    if args.json:
+        json.dump(to_json(rows, spec.to_dict()), sys.stdout, indent=1)
+        print()
+    else:
+        print(f"{spec.name} ({spec.sm_count} SMs), fp32, cuBLAS timed in the same run\n")
+        print(table(rows))
+    if args.plot:
+        plot(rows, spec, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return 0 if any(r.measurement for r in rows) else 1
+
+
+def _progress(i: int, n: int, row) -> None:
+    m = row.measurement
+    what = f"{m.tflops:.2f} TFLOP/s, {100 * m.ratio:.1f}% of cuBLAS" if m else f"FAILED {row.failure.kind}: {row.failure.reason}"
+    print(f"[{i}/{n}] {row.label} {row.shape}: {what}", file=sys.stderr, flush=True)
+
+
+COMMAND = Command("bench", "time kernels against cuBLAS on this GPU (seed 000's table)", configure, run,
+                  description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EPILOG)

@@ -1,0 +1,70 @@
+"""``gemmgen results list|show|export``: the tuned-kernel database, shipped and the user's."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import Command
+
+EPILOG = """examples:
+  gemmgen results list                                  GPUs with tuned kernels
+  gemmgen results show h100                             best kernel per shape on the H100
+  gemmgen results export h100 4096x4096x4096 --out k/   the winner's .cu and a JSON manifest"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    lst = sub.add_parser("list", help="one line per GPU")
+    show = sub.add_parser("show", help="the tuned kernels of one GPU")
+    show.add_argument("gpu", help="GPU name or alias (h100, 'NVIDIA H100 80GB HBM3') or file stem")
+    exp = sub.add_parser("export", help="write the winner's .cu and manifest")
+    exp.add_argument("gpu")
+    exp.add_argument("shape", help="MxNxK or MxNxK/LAYOUT, as listed by `show`")
+    exp.add_argument("--out", default=".", help="output folder (default: current)")
+    for p in (lst, show, exp):
+        p.add_argument("--results", metavar="DIR", help="results folder (default: the user folder, "
+                       "$GEMMGEN_RESULTS overrides); the shipped results are always read too")
+        p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import lookup
+
+    if args.action == "export":
+        shape = args.shape if "/" in args.shape else f"{args.shape}/NN"
+        cu, manifest = lookup.export(args.gpu, shape, args.out, args.results)
+        print(json.dumps({"source": str(cu), "manifest": str(manifest)}) if args.json else f"wrote {cu}\nwrote {manifest}")
+        return 0
+    if args.action == "list":
+        rows, cols = lookup.list_rows(args.results), lookup.LIST_COLUMNS
+    else:
+        if args.json:
+            json.dump(lookup.load_device(args.gpu, args.results, missing_ok=False).to_dict(), sys.stdout, indent=1)
+            print()
+            return 0
+        rows, cols = lookup.show_rows(args.gpu, args.results), lookup.SHOW_COLUMNS
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+    elif not rows:
+        print("no tuned results yet: run `gemmgen search`", file=sys.stderr)
+    else:
+        print(_table(cols, rows))
+    return 0
+
+
+def _table(cols, rows) -> str:
+    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else ("" if v is None else str(v))
+
+
+COMMAND = Command("results", "list, show and export tuned kernels", configure, run,
+                  description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EPILOG)
