@@ -1,41 +1,48 @@
-"""Time the presets v0..v13 (or given configs) against cuBLAS in one process on this GPU.
+"""Regenerate docs/PERFORMANCE.md's progression table: presets v0..v13 against cuBLAS, same run.
 
-    python benchmarks/progression.py --shape 4096x4096x4096 --shape 8192x8192x8192 --json out.json
+    GEMMGEN_COMMIT=$(git rev-parse --short HEAD) python benchmarks/progression.py \
+        --shape 4096x4096x4096 --shape 8192x8192x8192 --out progression.md --json progression.json
+
+Writes a markdown section (device, driver, CUDA, date, command, commit, one table per shape) that is
+pasted into docs/PERFORMANCE.md as it stands.
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import sys
 
-from gemmgen.measure import Session
-from gemmgen.outcome import Failure, Shape
-from gemmgen.presets import all_presets
+import gemmgen
+from gemmgen.benchmark import table, to_json
+from gemmgen.devices import fingerprint
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", action="append", default=[])
+    ap.add_argument("--preset", action="append", default=[])
+    ap.add_argument("--out", default="progression.md")
     ap.add_argument("--json")
     ap.add_argument("--rep-ms", type=float, default=200)
     args = ap.parse_args(argv)
-    session = Session(0)
-    rows = []
-    for text in args.shape or ["4096x4096x4096"]:
-        shape = Shape.parse(text)
-        for cfg in all_presets(session.spec.arch):
-            try:
-                m = session.measure(cfg, shape, rep_ms=args.rep_ms)
-                rows.append({"preset": cfg.label, **m.to_dict()})
-                print(f"{shape.key:>20} {cfg.label:>4} {m.tflops:7.2f} TFLOP/s {m.ms:9.3f} ms  cuBLAS {m.cublas_tflops:6.2f}"
-                      f"  {100 * m.ratio:6.1f}%  regs {m.registers:3d}  occ {m.occupancy:.2f}  clk {m.clock_mhz}", flush=True)
-            except Exception as exc:  # a failure is a row, not the end of the table
-                exc = exc if isinstance(exc, Failure) else Failure(f'{type(exc).__name__}: {exc}')
-                rows.append({"preset": cfg.label, "shape": shape.key, "failure": exc.to_dict()})
-                print(f"{shape.key:>20} {cfg.label:>4} FAILED {exc.kind}: {exc.reason}", flush=True)
+    shapes = args.shape or ["4096x4096x4096", "8192x8192x8192"]
+    configs = [gemmgen.preset(p) for p in args.preset] or None
+    progress = lambda i, n, r: print(f"[{i}/{n}] {r.label} {r.shape}: "
+                                     f"{f'{r.measurement.tflops:.2f} TFLOP/s' if r.measurement else r.failure}", flush=True)
+    rows = gemmgen.bench(configs, shapes, progress=progress, rep_ms=args.rep_ms)
+    fp = fingerprint(0)
+    clocks = sorted({c for r in rows if r.measurement for c in r.measurement.clock_mhz})
+    head = (f"- Device: {fp['name']} ({fp['sm_count']} SMs, cc {fp['cc']}), driver API {fp['driver']}, "
+            f"CUDA runtime {fp['cuda']}, SM clock readings {clocks[0]}-{clocks[-1]} MHz\n"
+            f"- Date: {datetime.date.today()}. Commit: {os.environ.get('GEMMGEN_COMMIT', 'unknown')}.\n"
+            f"- Command: `python benchmarks/progression.py {' '.join(sys.argv[1:])}`\n")
+    with open(args.out, "w") as fh:
+        fh.write(head + "\n" + table(rows) + "\n")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"device": session.spec.to_dict(), "rows": rows}, fh, indent=1)
+        json.dump(to_json(rows, fp), open(args.json, "w"), indent=1)
+    print(open(args.out).read())
     return 0
 
 

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from ..worker import Worker
 
     shapes = [Shape.parse(s, args.layout) for s in (args.shape or ["4096x4096x4096"])]
+    configs_from_args(args, "sm_90")   # bad names and overrides fail here, before a GPU worker starts
     with Worker(args.device) as worker:
         worker.call("ping")
         spec = worker.spec
