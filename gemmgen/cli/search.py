@@ -1,0 +1,146 @@
+"""``gemmgen search`` and ``gemmgen report``: tune kernels for this GPU with Optuna and keep the winners.
+
+A search resumes its study when run again (SQLite in the results folder by default, any RDB URL
+with --storage, e.g. PostgreSQL shared by several hosts). Presets that fit are measured first, so a
+search never ends worse than the best preset; every candidate passes the correctness gate before it
+is timed; the top 5 are re-timed against cuBLAS before the winner is stored.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from . import Command
+
+EPILOG = """examples:
+  gemmgen search --gpu h100 --trials 200                 tune 4096^3 NN on this H100
+  gemmgen search --shape 1000x1000x1000 --shape 8192x8192x8192/NT --trials 100
+  gemmgen search --devices 0,1 --trials 400              one worker per GPU, one shared study
+  gemmgen search --storage postgresql://user@db/gemmgen  several hosts, same command on each
+  gemmgen report --study h100-4096x4096x4096-NN --out report/"""
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    a = parser.add_argument
+    a("--gpu", help="the GPU you mean to tune (rtx3090, a100, h100, ...); must match the detected one")
+    a("--trials", type=int, default=200, help="measured trials in the study, resumes included (default 200)")
+    a("--timeout", type=float, help="stop each worker after this many seconds")
+    a("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]", help="shape to tune (repeatable)")
+    a("--shapes", metavar="FILE", help='JSON file {"shapes": ["MxNxK/NN", ...]} (default: search/shapes.json)')
+    a("--space", metavar="FILE", help="search space JSON (default: the shipped one for the GPU's architecture)")
+    a("--sampler", default="tpe", choices=("tpe", "random", "cmaes", "grid"), help="Optuna sampler (default tpe)")
+    a("--seed", type=int, default=0, help="sampler seed (default 0)")
+    a("--storage", help="Optuna RDB URL (default sqlite:///<results>/studies.db)")
+    a("--study", help="study name (default <gpu>-<shape>)")
+    a("--devices", default="0", help="GPU indices, comma-separated: one search process per GPU (default 0)")
+    a("--jobs", type=int, default=2, help="compile workers preparing upcoming candidates (default 2)")
+    a("--results", metavar="DIR", help="results folder (default: the user folder; $GEMMGEN_RESULTS)")
+    a("--json", action="store_true", help="print the winners as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..devices import detect, fingerprint
+    from ..gpu_search import GpuMeasure, GpuRetime, NvrtcPrepare
+    from ..outcome import Shape
+    from ..space import default_shapes
+    from ..tuner import make_plan, match_gpu, run_search
+
+    devices = _devices(args.devices)
+    shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
+    spec = detect(devices[0])
+    match_gpu(args.gpu, spec.name)
+    winners = []
+    for shape in shapes:
+        plan = make_plan(shape, spec, trials=args.trials, storage=args.storage, study=args.study,
+                         several_shapes=len(shapes) > 1, space=args.space, results=args.results,
+                         sampler=args.sampler, seed=args.seed, timeout=args.timeout, jobs=args.jobs)
+        print(f"search {plan.study}: {spec.name}, {shape}, {args.trials} trials, {args.sampler}", file=sys.stderr)
+        t0 = time.monotonic()
+        result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
+                            devices=devices, observer=_Bar())
+        print(file=sys.stderr)
+        winners.append(_store(result, plan, fingerprint(devices[0]), args.results, time.monotonic() - t0))
+    _report(winners, plan, args.json)
+    return 0
+
+
+def _devices(text: str) -> list[int]:
+    try:
+        devices = [int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        raise ValueError(f"--devices {text!r} is not a comma-separated list of GPU indices, e.g. 0,1") from None
+    if not devices or len(set(devices)) != len(devices):
+        raise ValueError(f"--devices {text!r} must name each GPU once, e.g. 0,1")
+    return devices
+
+
+def _store(result, plan, fp: dict, results, seconds: float) -> dict:
+    """Record the winner in the results store and return what the closing report shows."""
+    import optuna
+
+    from ..render import render
+    from ..store import Entry, record
+    from ..studies import open_storage, summary
+
+    m = result.measurement
+    record(fp, [Entry.new(plan.shape.key, result.config, m.tflops, m.cublas_tflops, result.counts.measured,
+                          source_hash=render(result.config).digest)], results)
+    study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
+    c = result.counts
+    return {"study": plan.study, "shape": plan.shape.key, "winner": result.config.name, "tflops": m.tflops,
+            "cublas_tflops": m.cublas_tflops, "ratio": m.ratio, "stopped": result.stopped, "seconds": seconds,
+            "counts": {"measured": c.measured, "failed": c.failed, "invalid": c.invalid, "duplicates": c.duplicates},
+            "config": result.config.to_dict(), "top": summary(study, 5)}
+
+
+def _report(winners: list[dict], plan, as_json: bool) -> None:
+    if as_json:
+        json.dump(winners, sys.stdout, indent=1)
+        print()
+        return
+    for w in winners:
+        print(f"\n{w['study']}: winner {w['winner']}\n  {w['tflops']:.2f} TFLOP/s, cuBLAS {w['cublas_tflops']:.2f} "
+              f"({100 * w['ratio']:.1f}%), re-timed; {w['counts']['measured']} trials in {w['seconds']:.0f} s "
+              f"({w['stopped']}), failures {w['counts']['failed'] or 'none'}, {w['counts']['invalid']} invalid draws")
+        print("  top 5 during the search:")
+        for r in w["top"]:
+            print(f"   {r['rank']}. {r['tflops']:6.2f} TFLOP/s {r['pct_cublas']:5.1f}%  {r['name']} {r['preset']}")
+
+
+class _Bar:
+    """A progress line on stderr, redrawn in place on a terminal, printed every 10 s otherwise."""
+
+    def __init__(self):
+        self.tty, self.last = sys.stderr.isatty(), 0.0
+
+    def __call__(self, progress) -> None:
+        now = time.monotonic()
+        if self.tty:
+            print(f"\r{progress.line():<100}", end="", file=sys.stderr, flush=True)
+        elif now - self.last >= 10:
+            print(progress.line(), file=sys.stderr, flush=True)
+            self.last = now
+
+
+def configure_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--study", required=True, help="study name, as `gemmgen search` printed it")
+    parser.add_argument("--out", required=True, help="folder for the PNG plots")
+    parser.add_argument("--storage", help="Optuna RDB URL (default sqlite:///<results>/studies.db)")
+    parser.add_argument("--results", metavar="DIR", help="results folder holding studies.db")
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from ..studies import default_storage
+    from ..tuner_report import write_report
+
+    for path in write_report(args.storage or default_storage(args.results), args.study, args.out):
+        print(f"wrote {path}")
+    return 0
+
+
+COMMAND = Command("search", "tune kernels for this GPU with Optuna and store the winners", configure, run,
+                  description=__doc__.split("\n\n")[1], epilog=EPILOG)
+REPORT = Command("report", "plot a search's optimization history and parameter importances",
+                 configure_report, run_report, epilog="example:\n  gemmgen report --study h100-4096x4096x4096-NN --out report/")
