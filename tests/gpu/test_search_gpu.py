@@ -1,0 +1,58 @@
+"""A real search on the GPU survives planted broken candidates, stores a correct winner at least as
+fast as the best preset, and resumes its study when run again."""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import pytest
+
+from gemmgen.gpu_search import GpuRetime, NvrtcPrepare, worker_for
+from gemmgen.outcome import Shape
+from gemmgen.render import emit
+from gemmgen.tuner import make_plan, run_search
+
+pytestmark = pytest.mark.gpu
+
+SHAPE = Shape(1024, 1024, 1024)
+PLANTS = {  # every 6th candidate (by name) gets one of these bugs planted in its source
+    0: ("const int tid = threadIdx.x;", "const int tid = threadIdx.x; if (tid == 0) C[-(1LL << 40)] = 1.0f;"),
+    1: ("const int tid = threadIdx.x;", "const int tid = threadIdx.x; for (;;) { __nanosleep(1000); }"),
+    2: ("    const bool read_c = beta != 0.0f;", "    acc[0][0] += 1.0f;\n    const bool read_c = beta != 0.0f;"),
+}
+
+
+@dataclass(frozen=True)
+class PlantingMeasure:
+    """Measures through the real isolated worker, planting bugs into some candidates."""
+
+    def __call__(self, device_id):
+        worker = worker_for(device_id)
+
+        def measure(config, shape):
+            slot = zlib.crc32(config.name.encode()) % 6
+            code = None
+            if slot in PLANTS and config.label == "":
+                old, new = PLANTS[slot]
+                code = emit(config).replace(old, new, 1)
+            return worker.call("measure", config, shape, rep_ms=30, code=code, timeout=20 if slot == 1 else None)
+        return measure
+
+
+def test_search_with_planted_failures_then_resume(tmp_path):
+    db = f"sqlite:///{tmp_path}/studies.db"
+    spec = worker_for(0).call("ping") and worker_for(0).spec
+    plan = make_plan(SHAPE, spec, trials=50, storage=db, sampler="tpe", seed=1)
+    result = run_search(plan, PlantingMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(0, rep_ms=50))
+    kinds = result.counts.failed
+    assert result.counts.measured >= 50 and sum(kinds.values()) >= 3, kinds
+    assert {"runtime", "timeout", "wrong"} & set(kinds), kinds
+    assert result.measurement.rel_error <= 1e-5
+    import optuna
+    study = optuna.load_study(study_name=plan.study, storage=db)
+    presets = [t.value for t in study.trials if t.user_attrs.get("preset") and t.value is not None]
+    assert presets and result.measurement.tflops >= 0.95 * max(presets), (result.measurement.tflops, max(presets))
+    again = run_search(make_plan(SHAPE, spec, trials=60, storage=db, seed=1), PlantingMeasure(),
+                       retime=GpuRetime(0, rep_ms=50))
+    assert again.counts.measured >= 60 and again.study == result.study
+    assert len(study.trials) < len(optuna.load_study(study_name=plan.study, storage=db).trials)
