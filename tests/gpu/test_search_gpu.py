@@ -15,7 +15,7 @@ from gemmgen.tuner import make_plan, run_search
 pytestmark = pytest.mark.gpu
 
 SHAPE = Shape(1024, 1024, 1024)
-PLANTS = {  # every 6th candidate (by name) gets one of these bugs planted in its source
+PLANTS = {  # one candidate in 12 (by name hash) per bug: a crash, a hang, a wrong result
     0: ("const int tid = threadIdx.x;", "const int tid = threadIdx.x; if (tid == 0) C[-(1LL << 40)] = 1.0f;"),
     1: ("const int tid = threadIdx.x;", "const int tid = threadIdx.x; for (;;) { __nanosleep(1000); }"),
     2: ("    const bool read_c = beta != 0.0f;", "    acc[0][0] += 1.0f;\n    const bool read_c = beta != 0.0f;"),
@@ -30,12 +30,12 @@ class PlantingMeasure:
         worker = worker_for(device_id)
 
         def measure(config, shape):
-            slot = zlib.crc32(config.name.encode()) % 6
+            slot = zlib.crc32(config.name.encode()) % 12
             code = None
             if slot in PLANTS and config.label == "":
                 old, new = PLANTS[slot]
                 code = emit(config).replace(old, new, 1)
-            return worker.call("measure", config, shape, rep_ms=30, code=code, timeout=20 if slot == 1 else None)
+            return worker.call("measure", config, shape, rep_ms=30, code=code, timeout=8 if slot == 1 else None)
         return measure
 
 
