@@ -194,3 +194,13 @@ def test_registry_takes_new_commands(capsys, monkeypatch):
     register(Command("hello", "say hello", lambda p: p.add_argument("--who", default="world"),
                      lambda a: print(f"hello {a.who}") or 0))
     assert run(capsys, "hello", "--who", "gemmgen") == (0, "hello gemmgen\n", "")
+
+
+@pytest.mark.parametrize("module", ["gemmgen.cli", "gemmgen.cli.options", "gemmgen.cli.presets",
+                                    "gemmgen.cli.describe", "gemmgen.cli.explain", "gemmgen.cli.emit"])
+def test_docstring_examples_run(module, capsys):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -78,3 +78,10 @@ def test_compile_many_keeps_order_and_returns_failures():
     results = ptxas.compile_many([(good, "sm_80"), ("garbage", "sm_86"), (good, "sm_90")])
     assert [type(r).__name__ for r in results] == ["PtxasReport", "CompileFailure", "PtxasReport"]
     assert [results[0].arch, results[2].arch] == ["sm_80", "sm_90"]
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(ptxas, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

@@ -6,7 +6,7 @@ errors (unknown preset, key or GPU, bad values, invalid configs, unreadable file
 on stderr and exit status 2; anything else is a bug and keeps its traceback.
 
 >>> main(["presets"])                      # doctest: +ELLIPSIS
-v0 ...
+preset  block ...
 0
 """
 from __future__ import annotations
@@ -117,9 +117,10 @@ def one_line(err: BaseException) -> str:
 
 
 def _register_builtin() -> None:
-    from . import bench, emit, explain, presets, results
-    for module in (emit, presets, explain, bench, results):
+    from . import bench, emit, explain, presets, results, search
+    for module in (emit, presets, explain, bench, search, results):
         register(module.COMMAND)
+    register(search.REPORT)
 
 
 _register_builtin()
