@@ -31,7 +31,7 @@ def as_cupy(x: Any, what: str):
 
 def check_matrix(a, what: str) -> None:
     """float32 and 2-D, or a TypeError/ValueError saying which."""
-    if a.dtype.name != "float32":
+    if a.dtype.char != "f":   # 'f' is float32; comparing the char skips numpy's dtype-name machinery
         raise TypeError(f"{what} has dtype {a.dtype.name}; gemmgen computes SGEMM and needs float32")
     if a.ndim != 2:
         raise ValueError(f"{what} has {a.ndim} dimensions {tuple(a.shape)}; a matrix has 2")
@@ -53,9 +53,9 @@ def layout_of(a, what: str) -> tuple[str, int]:
 
 def span(a) -> tuple[int, int]:
     """[first byte, last byte + 1) that an array's elements occupy."""
-    start = a.data.ptr
-    end = start + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + a.itemsize
-    return start, end
+    (r, c), (s0, s1) = a.shape, a.strides   # matrices only: this runs on every matmul call
+    start = a.data.ptr + min(0, (r - 1) * s0) + min(0, (c - 1) * s1)
+    return start, a.data.ptr + max(0, (r - 1) * s0) + max(0, (c - 1) * s1) + a.itemsize
 
 
 def overlaps(a, b) -> bool:

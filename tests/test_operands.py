@@ -9,8 +9,10 @@ from gemmgen.operands import check_matrix, layout_of, overlaps
 
 
 def fake(shape, strides_elems, dtype="float32", ptr=0):
+    import numpy as np
+
     return SimpleNamespace(shape=shape, strides=tuple(4 * s for s in strides_elems), ndim=len(shape),
-                           dtype=SimpleNamespace(name=dtype), itemsize=4, data=SimpleNamespace(ptr=ptr))
+                           dtype=np.dtype(dtype), itemsize=4, data=SimpleNamespace(ptr=ptr))
 
 
 @pytest.mark.parametrize("shape,strides,expect", [
