@@ -1,0 +1,332 @@
+"""The search space as data: load ``search/<family>.json`` and draw KernelConfigs through a trial.
+
+A space lists parameters in drawing order. Each is a set of cases (``when`` an expression over
+earlier parameters holds) of one kind: ``choices``, ``range``, ``pow2``, ``value`` or ``derive``.
+Drawing is define-by-run: the trial (an Optuna trial, or anything with ``suggest_categorical`` and
+``suggest_int``) is asked only for the parameters the earlier ones make meaningful, and structural
+parameters are derived (WMITER fills the warp) so most draws pass the rules.
+
+>>> space = load_space("simt", "sm_90")
+>>> configs = sample_valid(3, "sm_90", seed=1)
+>>> len({c.name for c in configs}), all(c.family == "simt" for c in configs)
+(3, True)
+>>> space.params_of(configs[0]) is not None
+True
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import random
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from .config import KernelConfig
+from .outcome import Shape
+from .paths import data_dir
+from .rules import explain
+
+SCHEMA = 1
+_KINDS = ("choices", "range", "pow2", "value", "derive")
+_SAMPLED = ("choices", "range", "pow2")
+_CONTEXT = ("layout", "family")     # names every expression may use besides earlier parameters
+_FIELDS = {f.name for f in fields(KernelConfig)}
+# Only arithmetic, comparisons and boolean logic: a space file cannot call or import anything.
+_ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.BinOp,
+            ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Compare, ast.Eq, ast.NotEq, ast.Lt,
+            ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.Name, ast.Load, ast.Constant, ast.Tuple,
+            ast.List)
+
+
+class SpaceError(ValueError):
+    """A space or shapes file that cannot be used; the message names the file and the entry."""
+
+
+class Trial(Protocol):
+    def suggest_categorical(self, name: str, choices: Any) -> Any: ...
+    def suggest_int(self, name: str, low: int, high: int) -> int: ...
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A checked expression such as ``stages == 2`` or ``BM // warps_m``."""
+
+    text: str
+    names: frozenset
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> "Expr":
+        try:
+            tree = ast.parse(text, mode="eval")
+        except SyntaxError as e:
+            raise SpaceError(f"{where}: cannot parse {text!r}: {e.msg}") from None
+        bad = sorted({type(n).__name__ for n in ast.walk(tree) if not isinstance(n, _ALLOWED)})
+        if bad:
+            raise SpaceError(f"{where}: {text!r} uses {', '.join(bad)}; only arithmetic, comparisons, and/or/not")
+        return cls(text, frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)))
+
+    def __call__(self, values: Mapping[str, Any]) -> Any:
+        """The value, or None where it divides by zero (a condition then fails, a derived value is 0)."""
+        env = {"true": True, "false": False, **values}
+        try:
+            return eval(compile(self.text, "<space>", "eval"), {"__builtins__": {}}, env)
+        except ZeroDivisionError:
+            return None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One way to set a parameter: its condition and its kind with the kind's argument."""
+
+    kind: str
+    arg: Any
+    when: Expr | None = None
+
+    def applies(self, values: Mapping[str, Any]) -> bool:
+        return self.when is None or bool(self.when(values))
+
+    def trial_name(self, name: str) -> str:
+        # pow2 is searched as its exponent so TPE and CMA-ES see that 64 lies between 32 and 128
+        return f"log2_{name}" if self.kind == "pow2" else name
+
+    def draw(self, trial: Trial, name: str, values: Mapping[str, Any]) -> Any:
+        if self.kind == "value":
+            return self.arg
+        if self.kind == "derive":
+            value = self.arg(values)
+            return 0 if value is None else value   # 0 breaks the POSITIVE rule: rejected, not crashed
+        if self.kind == "choices":
+            return trial.suggest_categorical(name, list(self.arg))
+        lo, hi = self.bounds()
+        picked = trial.suggest_int(self.trial_name(name), lo, hi)
+        return 2 ** picked if self.kind == "pow2" else picked
+
+    def bounds(self) -> tuple[int, int]:
+        """Integer bounds as the trial sees them (exponents for pow2)."""
+        lo, hi = self.arg
+        return (int(math.log2(lo)), int(math.log2(hi))) if self.kind == "pow2" else (lo, hi)
+
+    def internal(self, value: Any) -> Any:
+        """The trial's value for a parameter value, or None when the value lies outside this case."""
+        if self.kind == "choices":
+            return value if value in self.arg and not isinstance(value, float) else None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1 and self.kind == "pow2":
+            return None
+        x = int(math.log2(value)) if self.kind == "pow2" else value
+        lo, hi = self.bounds()
+        exact = self.kind != "pow2" or 2 ** x == value
+        return x if exact and lo <= x <= hi else None
+
+    def grid_values(self) -> list:
+        if self.kind == "choices":
+            return list(self.arg)
+        lo, hi = self.bounds()
+        return list(range(lo, hi + 1))
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    cases: tuple[Case, ...]
+    from_config: Expr | None = None
+
+    def case_for(self, values: Mapping[str, Any]) -> Case | None:
+        return next((c for c in self.cases if c.applies(values)), None)
+
+    def value_in(self, config: KernelConfig) -> Any:
+        """This parameter's value for a config (helpers are recovered through ``from_config``)."""
+        if self.name in _FIELDS:
+            return getattr(config, self.name)
+        return self.from_config(config.to_dict()) if self.from_config else None
+
+
+@dataclass(frozen=True)
+class Space:
+    """The parameters of one template family for one architecture, in drawing order."""
+
+    family: str
+    arch: str
+    params: tuple[Param, ...]
+    source: str = ""
+
+    def sample(self, trial: Trial, layout: str = "NN") -> KernelConfig:
+        """Draw one config through the trial (define-by-run: conditional parameters only when used)."""
+        values: dict[str, Any] = {"layout": layout, "family": self.family}
+        for p in self.params:
+            case = p.case_for(values)
+            if case is not None:
+                values[p.name] = case.draw(trial, p.name, values)
+        return KernelConfig.from_dict({k: v for k, v in values.items() if k in _FIELDS})
+
+    def params_of(self, config: KernelConfig) -> dict[str, Any] | None:
+        """The trial parameters that draw exactly this config, or None where the space cannot reach it.
+
+        Used to enqueue presets as ordinary trials, so the sampler learns from them.
+        """
+        if config.family != self.family:
+            return None
+        values: dict[str, Any] = {"layout": config.layout, "family": config.family}
+        fixed: dict[str, Any] = {}
+        for p in self.params:
+            case = p.case_for(values)
+            if case is None:
+                continue
+            values[p.name] = p.value_in(config)
+            if case.kind in _SAMPLED:
+                fixed[case.trial_name(p.name)] = case.internal(values[p.name])
+        if None in fixed.values():
+            return None
+        return fixed if self.sample(_FixedTrial(fixed), config.layout) == config else None
+
+    def grid(self) -> dict[str, list]:
+        """Every sampled trial parameter with all its values (for Optuna's GridSampler)."""
+        out: dict[str, list] = {}
+        for p in self.params:
+            for case in p.cases:
+                if case.kind in _SAMPLED:
+                    out[case.trial_name(p.name)] = case.grid_values()
+        return out
+
+    def grid_size(self) -> int:
+        return math.prod(len(v) for v in self.grid().values())
+
+
+class _FixedTrial:
+    """Replays given trial parameters (a lighter optuna.trial.FixedTrial without its warnings)."""
+
+    def __init__(self, params: Mapping[str, Any]):
+        self.params = params
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        return self.params[name]
+
+    def suggest_int(self, name: str, low: int, high: int) -> int:
+        return self.params[name]
+
+
+class _RandomTrial:
+    """Uniform draws from a seeded generator: sampling without an Optuna study."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def suggest_categorical(self, name: str, choices: Any) -> Any:
+        return choices[self.rng.randrange(len(choices))]
+
+    def suggest_int(self, name: str, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+
+# ---- loading --------------------------------------------------------------------------------
+def space_file(family: str = "simt") -> Path:
+    """The shipped space file of a template family."""
+    return data_dir("search") / f"{family}.json"
+
+
+def load_space(family: str = "simt", arch: str = "sm_90", path: str | Path | None = None) -> Space:
+    """Load a family's space (the shipped file unless ``path`` is given) with ``arch``'s overrides.
+
+    >>> load_space("simt", "sm_90").family
+    'simt'
+    """
+    file = Path(path) if path else space_file(family)
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise SpaceError(f"no search space file {file}") from None
+    except json.JSONDecodeError as e:
+        raise SpaceError(f"{file} is not valid JSON: {e}") from None
+    return _parse_space(data, arch, str(file))
+
+
+def _parse_space(data: Any, arch: str, where: str) -> Space:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise SpaceError(f"{where}: expected an object with \"schema\": {SCHEMA}")
+    specs = dict(data.get("params") or {})
+    for name, spec in (data.get("arch") or {}).get(arch, {}).items():
+        if name not in specs:
+            raise SpaceError(f"{where}: arch {arch} overrides unknown parameter {name!r}")
+        specs[name] = spec
+    params: list[Param] = []
+    for name, spec in specs.items():
+        params.append(_parse_param(name, spec, [*_CONTEXT, *(p.name for p in params)], f"{where}: {name}"))
+    if not params:
+        raise SpaceError(f"{where}: no parameters")
+    return Space(str(data.get("family", "simt")), arch, tuple(params), where)
+
+
+def _parse_param(name: str, spec: Any, known: list[str], where: str) -> Param:
+    raw = spec if isinstance(spec, list) else [spec]
+    cases = tuple(_parse_case(c, known, f"{where}[{i}]" if isinstance(spec, list) else where)
+                  for i, c in enumerate(raw))
+    if sum(c.kind in _SAMPLED for c in cases) > 1:
+        raise SpaceError(f"{where}: at most one sampled case per parameter (a trial name has one distribution)")
+    base = raw[0] if raw and isinstance(raw[0], dict) else {}
+    helper = base.get("from_config")
+    return Param(name, cases, Expr.parse(helper, f"{where}.from_config") if helper else None)
+
+
+def _parse_case(case: Any, known: list[str], where: str) -> Case:
+    if not isinstance(case, dict):
+        raise SpaceError(f"{where}: a case is an object, got {case!r}")
+    unknown = set(case) - {*_KINDS, "when", "doc", "from_config"}
+    kinds = [k for k in _KINDS if k in case]
+    if unknown or len(kinds) != 1:
+        raise SpaceError(f"{where}: needs exactly one of {', '.join(_KINDS)} (plus when/doc/from_config), "
+                         f"got keys {', '.join(sorted(case))}")
+    kind, arg = kinds[0], case[kinds[0]]
+    when = Expr.parse(case["when"], f"{where}.when") if "when" in case else None
+    if kind == "derive":
+        arg = Expr.parse(arg, f"{where}.derive")
+    _check_arg(kind, arg, where)
+    for expr in (when, arg if kind == "derive" else None):
+        missing = sorted(expr.names - set(known) - {"true", "false"}) if expr else []
+        if missing:
+            raise SpaceError(f"{where}: {expr.text!r} names {', '.join(missing)}, not an earlier parameter")
+    return Case(kind, tuple(arg) if kind == "choices" else arg, when)
+
+
+def _check_arg(kind: str, arg: Any, where: str) -> None:
+    if kind == "choices" and not (isinstance(arg, list) and arg):
+        raise SpaceError(f"{where}: choices must be a non-empty list")
+    if kind in ("range", "pow2"):
+        ok = (isinstance(arg, list) and len(arg) == 2 and all(isinstance(x, int) and x >= 0 for x in arg)
+              and arg[0] <= arg[1])
+        if not ok or (kind == "pow2" and any(x < 1 or x & (x - 1) for x in arg)):
+            what = "powers of two" if kind == "pow2" else "integers"
+            raise SpaceError(f"{where}: {kind} takes [low, high] {what} with low <= high, got {arg!r}")
+
+
+# ---- using a space --------------------------------------------------------------------------
+def sample_valid(n: int, arch: str = "sm_90", seed: int = 0, layout: str = "NN", family: str = "simt",
+                 space: Space | None = None) -> list[KernelConfig]:
+    """``n`` distinct random configs that break no rule on ``devices.for_arch(arch)``.
+
+    >>> len(sample_valid(5, "sm_86", seed=3))
+    5
+    """
+    space = space or load_space(family, arch)
+    rng, found = random.Random(seed), {}
+    for _ in range(max(1000, 2000 * n)):   # about a third of draws are valid; this bound is generous
+        config = space.sample(_RandomTrial(rng), layout)
+        if config.name not in found and not explain(config, arch):
+            found[config.name] = config
+            if len(found) == n:
+                return list(found.values())
+    raise SpaceError(f"found only {len(found)} of {n} valid {family} configs for {arch} in {space.source}")
+
+
+def default_shapes(path: str | Path | None = None) -> list[Shape]:
+    """The shapes a search tunes when none are given (``search/shapes.json``).
+
+    >>> [str(s) for s in default_shapes()]
+    ['4096x4096x4096/NN']
+    """
+    file = Path(path) if path else data_dir("search") / "shapes.json"
+    try:
+        entries = json.loads(file.read_text())["shapes"]
+        return [Shape.parse(s) for s in entries]
+    except (OSError, KeyError, TypeError, json.JSONDecodeError, ValueError) as e:
+        raise SpaceError(f"{file}: expected {{\"shapes\": [\"MxNxK/NN\", ...]}}: {e}") from None
