@@ -43,7 +43,11 @@ def default_storage(results_dir: str | Path | None = None) -> str:
 
 @functools.lru_cache(maxsize=16)   # one engine per URL and process: opening one checks the schema (~0.5 s)
 def open_storage(url: str, heartbeat: int | None = None) -> optuna.storages.RDBStorage:
-    """An RDB storage for any SQLAlchemy URL; ``heartbeat`` seconds enable stale-trial detection."""
+    """An RDB storage for any SQLAlchemy URL; ``heartbeat`` seconds enable stale-trial detection.
+
+    >>> open_storage("sqlite:///:memory:").engine.dialect.name
+    'sqlite'
+    """
     engine: dict[str, Any] = {}
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         Path(url[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
@@ -161,7 +165,11 @@ def make_sampler(name: str, seed: int, space: Space | None = None) -> optuna.sam
 
 
 def worker_seed(seed: int, worker: int, done: int) -> int:
-    """A seed per worker, host and resume point, so parallel or resumed samplers do not replay draws."""
+    """A seed per worker, host and resume point, so parallel or resumed samplers do not replay draws.
+
+    >>> worker_seed(0, 0, 0) == worker_seed(0, 0, 0), worker_seed(0, 0, 0) == worker_seed(0, 1, 0)
+    (True, False)
+    """
     from numpy.random import SeedSequence
 
     host = sum(socket.gethostname().encode())
@@ -183,7 +191,14 @@ def study_name(device_key: str, shape: Any, base: str | None = None, several: bo
 
 def open_study(storage: Any, name: str, sampler: optuna.samplers.BaseSampler | None = None, *, device: str,
                shape: str, family: str) -> optuna.Study:
-    """Create or continue a study; refuse one recorded for another device, shape or family."""
+    """Create or continue a study; refuse one recorded for another device, shape or family.
+
+    >>> s = open_storage("sqlite:///:memory:")
+    >>> _ = open_study(s, "x", device="NVIDIA L4", shape="8x8x8/NN", family="simt")
+    >>> open_study(s, "x", device="NVIDIA A10", shape="8x8x8/NN", family="simt")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    gemmgen.studies.StudyError: study 'x' holds trials of NVIDIA L4, ...
+    """
     study = optuna.create_study(storage=storage, study_name=name, sampler=sampler, direction="maximize",
                                 load_if_exists=True)
     wanted = {"device": device, "shape": shape, "family": family}
@@ -200,7 +215,11 @@ def open_study(storage: Any, name: str, sampler: optuna.samplers.BaseSampler | N
 
 # ---- workers --------------------------------------------------------------------------------
 def worker_tag() -> str:
-    """host:pid of this process, stored on every trial it runs."""
+    """host:pid of this process, stored on every trial it runs.
+
+    >>> worker_tag().endswith(f":{os.getpid()}")
+    True
+    """
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -208,7 +227,11 @@ def fail_dead_trials(study: optuna.Study) -> int:
     """Mark FAIL the running trials of dead workers; returns how many.
 
     Heartbeats catch workers on any host after their grace period; a worker of this host whose
-    process is gone is caught at once (a killed search resumed right away).
+    process is gone is caught at once (a killed search resumed right away). The count returned is
+    of the latter.
+
+    >>> fail_dead_trials(optuna.create_study())
+    0
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)

@@ -32,7 +32,14 @@ _FAILED_KINDS = ("compile", "runtime", "timeout", "wrong", "invalid", "failure")
 
 
 def is_measured(t: FrozenTrial) -> bool:
-    """True for a trial that cost a measurement (or a compile): it counts toward the budget."""
+    """True for a trial that cost a measurement (or a compile): it counts toward the budget.
+
+    >>> from optuna.trial import create_trial
+    >>> is_measured(create_trial(state=TrialState.FAIL, user_attrs={"kind": "compile"}))
+    True
+    >>> is_measured(create_trial(state=TrialState.FAIL, user_attrs={"kind": "interrupted"}))
+    False
+    """
     if t.state == TrialState.COMPLETE:
         return True
     return t.state == TrialState.FAIL and t.user_attrs.get("kind") in _FAILED_KINDS
@@ -50,7 +57,12 @@ class Counts:
 
 
 def counts(trials: list[FrozenTrial]) -> Counts:
-    """Tally trials by what they cost (see the module docstring)."""
+    """Tally trials by what they cost (see the module docstring).
+
+    >>> from optuna.trial import create_trial
+    >>> counts([create_trial(value=1.0), create_trial(state=TrialState.FAIL, user_attrs={"kind": "wrong"})]).failed
+    {'wrong': 1}
+    """
     kinds = Counter(t.user_attrs.get("kind") for t in trials if t.state == TrialState.FAIL and is_measured(t))
     return Counts(
         measured=sum(map(is_measured, trials)),
@@ -88,7 +100,7 @@ class Progress:
 
 
 def progress(study: optuna.Study, budget: int) -> Progress:
-    """The study's progress toward ``budget`` measured trials."""
+    """The study's progress toward ``budget`` measured trials (see the module docstring)."""
     trials = study.get_trials(deepcopy=False)
     tally = counts(trials)
     top = top_trials(study, 1, trials)
@@ -101,7 +113,14 @@ def progress(study: optuna.Study, budget: int) -> Progress:
 
 def top_trials(study: optuna.Study, top: int = 5, trials: list[FrozenTrial] | None = None
                ) -> list[FrozenTrial]:
-    """The ``top`` fastest measured configs, one trial per config name."""
+    """The ``top`` fastest measured configs, one trial per config name.
+
+    >>> study = optuna.create_study(direction="maximize")
+    >>> for v in (3.0, 5.0, 4.0):
+    ...     study.add_trial(optuna.trial.create_trial(value=v, user_attrs={"name": f"k{v:g}"}))
+    >>> [t.value for t in top_trials(study, 2)]
+    [5.0, 4.0]
+    """
     trials = study.get_trials(deepcopy=False) if trials is None else trials
     best = sorted((t for t in trials if t.state == TrialState.COMPLETE and is_measured(t)),
                   key=lambda t: (-t.value, t.number))

@@ -3,22 +3,12 @@
 Measuring is injected: ``measure_for(device_id)`` returns a ``measure(config, shape) -> Measurement``
 that raises a :class:`gemmgen.outcome.Failure` for expected failures; ``prepare(config)`` (compile)
 runs ahead in a pool; ``retime(configs, shape)`` re-times the finalists before a winner is named.
-
->>> import tempfile
->>> from gemmgen.outcome import Measurement, Shape
->>> def measure_for(device):
-...     return lambda c, s: Measurement(c.name, s, ms=1 + 1 / c.BM, iqr_ms=0, cublas_ms=1.0, rel_error=0)
->>> db = f"sqlite:///{tempfile.mkdtemp()}/studies.db"
->>> plan = make_plan(Shape(512, 512, 512), "h100", trials=12, sampler="random", storage=db)
->>> result = run_search(plan, measure_for)
->>> result.counts.measured, result.config.BM <= 256
-(12, True)
+See :func:`run_search` for an example.
 """
 from __future__ import annotations
 
 import math
 import multiprocessing
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,9 +21,9 @@ from .outcome import Failure, Measurement, Shape
 from .presets import all_presets
 from .rules import explain
 from .space import Space, load_space
-from .studies import StudyError, default_storage, fail_dead_trials, open_storage, open_study, study_name
+from .studies import default_storage, fail_dead_trials, open_storage, open_study, study_name
 from .trial_stats import Counts, counts, is_measured, progress, top_trials
-from .tuner_worker import Measure, MeasureFor, Observer, Prepare, Worker
+from .tuner_worker import MeasureFor, Observer, Prepare, Worker
 
 Retime = Callable[[list[KernelConfig], Shape], Sequence["Measurement | Failure"]]
 
@@ -94,7 +84,7 @@ class SearchResult:
     measurement: Measurement
     trial: int
     counts: Counts
-    stopped: str                                   # budget, timeout, exhausted, stuck (or workers)
+    stopped: str                                   # budget, timeout, exhausted or stuck (per worker)
     finalists: list = field(default_factory=list)  # (config, Measurement or Failure), best first
 
 
@@ -105,6 +95,16 @@ def run_search(plan: SearchPlan, measure_for: MeasureFor, *, prepare: Prepare | 
 
     One device runs in this process; several start one spawned worker process per device, all
     sharing the study (``measure_for`` and ``prepare`` must then be picklable top-level callables).
+
+    >>> import tempfile
+    >>> from gemmgen.outcome import Measurement, Shape
+    >>> def measure_for(device):   # a fake GPU where bigger block tiles are faster
+    ...     return lambda c, s: Measurement(c.name, s, ms=1 + 1 / c.BM, iqr_ms=0, cublas_ms=1.0, rel_error=0)
+    >>> db = f"sqlite:///{tempfile.mkdtemp()}/studies.db"
+    >>> plan = make_plan(Shape(512, 512, 512), "h100", trials=12, sampler="random", storage=db)
+    >>> result = run_search(plan, measure_for)
+    >>> result.counts.measured, result.stopped, pick_winner(plan).config == result.config
+    (12, 'budget', True)
     """
     setup_study(plan)
     if len(devices) <= 1:
@@ -115,7 +115,12 @@ def run_search(plan: SearchPlan, measure_for: MeasureFor, *, prepare: Prepare | 
 
 
 def setup_study(plan: SearchPlan) -> optuna.Study:
-    """Create or continue the study: fail the trials of dead workers, enqueue presets once."""
+    """Create or continue the study: fail the trials of dead workers, enqueue presets once.
+
+    >>> plan = make_plan(Shape(4096, 4096, 4096), "h100", storage="sqlite:///:memory:")
+    >>> setup_study(plan).user_attrs["presets"][:4]
+    ['v2', 'v3', 'v4', 'v5']
+    """
     study = open_study(open_storage(plan.storage, plan.heartbeat), plan.study, device=plan.device.name,
                        shape=plan.shape.key, family=plan.space.family)
     fail_dead_trials(study)
@@ -129,6 +134,12 @@ def enqueue_presets(study: optuna.Study, plan: SearchPlan) -> list[str]:
 
     Measured first, they make the search end no worse than the best preset. A preset the space can
     express is enqueued as its parameters (the sampler learns from it), any other as its config.
+
+    >>> from gemmgen.studies import open_storage
+    >>> plan = make_plan(Shape(100, 100, 100), "rtx3090", storage="sqlite:///:memory:", study="odd")
+    >>> study = optuna.create_study(storage=open_storage(plan.storage), study_name="odd")
+    >>> enqueue_presets(study, plan)[-2:]   # checked-bounds presets fit any shape
+    ['v12', 'v13']
     """
     enqueued, seen = [], set()
     for p in all_presets(plan.device.arch):
@@ -150,18 +161,15 @@ def _fits(config: KernelConfig, plan: SearchPlan) -> bool:
 
 def _run_processes(plan: SearchPlan, measure_for: MeasureFor, prepare: Prepare | None, devices: list[int],
                    observer: Observer | None, poll: float) -> str:
-    # spawn, not fork: each worker opens its own CUDA context and database connections
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker_main, args=(plan, measure_for, prepare, dev, i),
+    """One spawned worker process per device; returns their stop reasons, e.g. 'budget'."""
+    ctx = multiprocessing.get_context("spawn")   # not fork: each worker opens its own CUDA context
+    reasons = ctx.SimpleQueue()
+    procs = [ctx.Process(target=_worker_main, args=(plan, measure_for, prepare, dev, i, reasons),
                          name=f"gemmgen-search-gpu{dev}") for i, dev in enumerate(devices)]
     for p in procs:
         p.start()
-    study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
     try:
-        while any(p.is_alive() for p in procs):
-            if observer:
-                observer(progress(study, plan.trials))
-            procs[0].join(poll)
+        _watch(plan, procs, observer, poll)
     finally:
         for p in procs:   # after Ctrl-C the workers got SIGINT too; give them time to record it
             p.join(10)
@@ -171,18 +179,34 @@ def _run_processes(plan: SearchPlan, measure_for: MeasureFor, prepare: Prepare |
     if bad:
         raise SearchError(f"search worker(s) failed ({'; '.join(bad)}); their trials in flight are marked "
                           "interrupted and the study can be resumed")
-    return "workers"
+    return ",".join(sorted({reasons.get() for _ in procs}))
+
+
+def _watch(plan: SearchPlan, procs: list, observer: Observer | None, poll: float) -> None:
+    """Report the shared study's progress until every worker process has ended."""
+    study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
+    while any(p.is_alive() for p in procs):
+        if observer:
+            observer(progress(study, plan.trials))
+        procs[0].join(poll)
 
 
 def _worker_main(plan: SearchPlan, measure_for: MeasureFor, prepare: Prepare | None, device: int,
-                 index: int) -> None:
+                 index: int, reasons: Any) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # the parent draws the progress line
-    Worker(plan, measure_for, prepare, device, index).run()
+    try:
+        reasons.put(Worker(plan, measure_for, prepare, device, index).run())
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None   # trials in flight are recorded; no traceback per worker
 
 
 # ---- finalists ------------------------------------------------------------------------------
 def pick_winner(plan: SearchPlan, retime: Retime | None = None, stopped: str = "budget") -> SearchResult:
-    """Re-time the top configs (with ``retime``; else keep their search timings) and return the fastest."""
+    """Re-time the top configs (with ``retime``; else keep their search timings) and return the fastest.
+
+    ``retime(configs, shape)`` returns one Measurement or Failure per config, in order; see
+    :func:`run_search` for an example.
+    """
     study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
     trials = study.get_trials(deepcopy=False)
     top = top_trials(study, plan.finalists, trials)
@@ -194,10 +218,15 @@ def pick_winner(plan: SearchPlan, retime: Retime | None = None, stopped: str = "
     config, best, trial = ranked[0]
     if isinstance(best, Failure):
         raise SearchError(f"every finalist failed its re-timing; first: {best.kind}: {best.reason}")
-    study.set_user_attr("finalists", [{"name": c.name, "trial": t.number, "tflops": _tflops(m),
-                                       "ratio": getattr(m, "ratio", 0.0)} for c, m, t in ranked])
+    study.set_user_attr("finalists", [_finalist(c, m, t) for c, m, t in ranked])
     return SearchResult(plan.study, config, best, trial.number, counts(trials), stopped,
                         [(c, m) for c, m, _ in ranked])
+
+
+def _finalist(config: KernelConfig, m: Measurement | Failure, trial: optuna.trial.FrozenTrial) -> dict:
+    if isinstance(m, Failure):
+        return {"name": config.name, "trial": trial.number, "failure": f"{m.kind}: {m.reason}"}
+    return {"name": config.name, "trial": trial.number, "tflops": m.tflops, "ratio": m.ratio}
 
 
 def _tflops(m: Measurement | Failure) -> float:

@@ -43,6 +43,10 @@ def measured_study(storage: str, name: str, with_params: bool = False) -> optuna
 
     Rejected and repeated draws would skew the history; presets enqueued as whole configs carry no
     parameters, and importance needs parameters common to the trials it ranks.
+
+    >>> measured_study("sqlite:///:memory:", "nope")
+    Traceback (most recent call last):
+    gemmgen.studies.StudyError: no study 'nope' in sqlite:///:memory:
     """
     try:
         source = optuna.load_study(study_name=name, storage=open_storage(storage))

@@ -327,6 +327,7 @@ def test_two_worker_processes_share_a_sqlite_study(db, tmp_path):
     log = str(tmp_path / "calls.log")
     plan = make_plan(SHAPE, "h100", trials=16, storage=db, sampler="tpe", presets=False, lookahead=2)
     result = run_search(plan, FakeGPU(log=log, delay=0.02), devices=[0, 1])
+    assert result.stopped == "budget"   # both workers
     calls = logged(log)
     assert {d for d, _ in calls} == {0, 1}
     assert len({n for _, n in calls}) == len(calls)   # no config measured twice
