@@ -41,12 +41,24 @@ def config_from_args(args: argparse.Namespace) -> tuple[KernelConfig, DeviceSpec
     """The config the options describe and the device to check it against (not yet validated)."""
     device = for_arch(args.arch)
     if args.preset:
-        base = preset(args.preset, device.arch)
+        base = preset(args.preset, device.arch, tuned=stored_best(device) if args.preset == "v13" else None)
     elif args.config:
         base = load_config(args.config)
     else:
         raise ValueError(f"give --preset NAME ({', '.join(names())}) or --config FILE.json")
     return apply_overrides(base, args.overrides), device
+
+
+def stored_best(device: DeviceSpec) -> KernelConfig | None:
+    """v13's tuned config: the fastest stored NN winner for this GPU (shipped or the user's), if any.
+
+    >>> stored_best(for_arch("rtx3090")) is None     # no search has stored rtx3090 results here
+    True
+    """
+    from ..lookup import load_device
+
+    entries = [e for e in load_device(device.key, missing_ok=True).entries.values() if e.shape.layout == "NN"]
+    return max(entries, key=lambda e: e.tflops).kernel_config if entries else None
 
 
 def load_config(path: str) -> KernelConfig:
