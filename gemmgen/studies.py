@@ -7,10 +7,12 @@
 """
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib.util
 import os
 import socket
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -58,16 +60,30 @@ def open_storage(url: str, heartbeat: int | None = None) -> optuna.storages.RDBS
     beat: dict[str, Any] = {}
     if heartbeat and ":memory:" not in url:
         beat = {"heartbeat_interval": heartbeat, "grace_period": 3 * heartbeat}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)   # heartbeat
-            storage = optuna.storages.RDBStorage(_with_driver(url), engine_kwargs=engine, **beat)
-    except ModuleNotFoundError as e:
-        raise StudyError(f"storage {_safe(url)} needs the database driver {e.name!r}; for PostgreSQL: "
-                         "pip install 'gemmgen[postgres]'") from None
+    storage = _rdb(url, engine, beat)
     if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
         _fast_sqlite(storage.engine)
     return storage
+
+
+def _rdb(url: str, engine: dict, beat: dict) -> optuna.storages.RDBStorage:
+    import sqlalchemy.exc
+
+    for attempt in range(3):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)   # heartbeat
+                return optuna.storages.RDBStorage(_with_driver(url), engine_kwargs=engine, **beat)
+        except ModuleNotFoundError as e:
+            raise StudyError(f"storage {_safe(url)} needs the database driver {e.name!r}; for PostgreSQL: "
+                             "pip install 'gemmgen[postgres]'") from None
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError, sqlalchemy.exc.ProgrammingError):
+            # hosts or processes opening a new database at once race to create its tables ("already
+            # exists", a duplicate version row); the loser finds them made on its next try
+            if attempt == 2:
+                raise
+            time.sleep(0.5)
+    raise AssertionError("unreachable")
 
 
 def _fast_sqlite(engine: Any) -> None:
@@ -223,12 +239,13 @@ def worker_tag() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def fail_dead_trials(study: optuna.Study) -> int:
+def fail_dead_trials(study: optuna.Study, unclaimed_after: float = 120.0) -> int:
     """Mark FAIL the running trials of dead workers; returns how many.
 
     Heartbeats catch workers on any host after their grace period; a worker of this host whose
-    process is gone is caught at once (a killed search resumed right away). The count returned is
-    of the latter.
+    process is gone is caught at once (a killed search resumed right away). A trial no worker
+    stamped (its process died right after asking for it) is failed once ``unclaimed_after``
+    seconds old. The count returned leaves out the heartbeat ones.
 
     >>> fail_dead_trials(optuna.create_study())
     0
@@ -236,12 +253,24 @@ def fail_dead_trials(study: optuna.Study) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         optuna.storages.fail_stale_trials(study)
-    host, n = socket.gethostname(), 0
+    n = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        where, _, pid = str(t.user_attrs.get("worker", "")).rpartition(":")
-        if where == host and pid.isdigit() and not _alive(int(pid)):
-            n += _mark_interrupted(study, t, f"worker {host}:{pid} died before finishing it")
+        reason = _dead(t, unclaimed_after)
+        if reason:
+            n += _mark_interrupted(study, t, reason)
     return n
+
+
+def _dead(t: FrozenTrial, unclaimed_after: float) -> str | None:
+    """Why a running trial's worker is known to be gone, or None."""
+    worker = t.user_attrs.get("worker")
+    if worker is None:
+        age = (datetime.datetime.now() - t.datetime_start).total_seconds() if t.datetime_start else 0.0
+        return f"no worker claimed it within {unclaimed_after:g} s" if age > unclaimed_after else None
+    host, _, pid = str(worker).rpartition(":")
+    if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+        return f"worker {worker} died before finishing it"
+    return None
 
 
 def _alive(pid: int) -> bool:

@@ -59,7 +59,7 @@ class Worker:
     # ---- main loop ----------------------------------------------------------------------
     def run(self) -> str:
         """Work until done; returns why it stopped: budget, timeout, exhausted or stuck."""
-        self.started = time.monotonic()
+        self.started = self.swept = time.monotonic()
         fail_dead_trials(self.study)
         # one GPU thread builds the measure function and makes every call: CUDA's current device is
         # per thread, and sampling (database round trips) overlaps the measurement it waits for
@@ -107,6 +107,7 @@ class Worker:
             if reason:
                 return reason
             trial = self._ask()
+            trial.set_user_attr("worker", worker_tag())   # at once: lets a resumed search fail it if we die
             beat.add(trial._trial_id)
             config = self._draw(trial)
             if config is None:
@@ -120,6 +121,9 @@ class Worker:
 
     def _stop_reason(self, trials: list[FrozenTrial]) -> str | None:
         plan = self.plan
+        if time.monotonic() - self.swept > (plan.heartbeat or 30):   # other workers may have died
+            self.swept = time.monotonic()
+            fail_dead_trials(self.study)
         if plan.timeout is not None and time.monotonic() - self.started > plan.timeout:
             return "timeout"
         in_flight = len(self.pending) + (self.running is not None)
@@ -139,7 +143,6 @@ class Worker:
     # ---- one candidate ------------------------------------------------------------------
     def _draw(self, trial: Trial) -> KernelConfig | None:
         """The trial's config to measure, or None when it was told here (invalid or known)."""
-        trial.set_user_attr("worker", worker_tag())   # lets a resumed search fail it if this process dies
         fixed = trial.user_attrs.get("config")   # a preset the space cannot express
         config = KernelConfig.from_dict(fixed) if fixed else self.plan.space.sample(trial, self.plan.shape.layout)
         reason = self._invalid(config)
