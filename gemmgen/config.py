@@ -16,7 +16,10 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-FAMILIES = ("naive", "simt")
+FAMILIES = ("naive", "simt", "tf32", "tf32x3")
+TENSOR_CORE = ("tf32", "tf32x3")   # mma.sync m16n8k8 families; tf32x3 is fp32-accurate (3xTF32)
+# What each family computes: the accuracy class the correctness gate holds it to (gemmgen.gate.gate_bound).
+PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32"}
 LAYOUTS = ("NN", "NT", "TN", "TT")
 BOUNDS = ("checked", "none")
 REDUCTIONS = ("atomic", "workspace")
@@ -37,7 +40,7 @@ class KernelConfig:
     C is always row-major MxN with ldc >= N.
     """
 
-    family: str = "simt"          # template family: naive (v0/v1) or simt (shared-memory tiled)
+    family: str = "simt"          # naive (v0/v1), simt (shared-memory tiled), tf32/tf32x3 (tensor cores)
     layout: str = "NN"            # storage of A and B, see the class docstring
     BM: int = 128                 # block tile rows of C
     BN: int = 128                 # block tile columns of C
@@ -73,6 +76,8 @@ class KernelConfig:
         lay = self.layout.lower()
         if self.family == "naive":
             return f"gg_naive_{lay}_{self.BM}x{self.BN}_{'c' if self.coalesced else 'u'}"
+        if self.tensor_core:
+            return self._tc_name()
         parts = [
             f"gg_simt_{lay}",
             f"b{self.BM}x{self.BN}x{self.BK}",
@@ -84,6 +89,25 @@ class KernelConfig:
             f"r{self.raster}",
             f"s{self.stages}{'c' if self.async_copy else 'r'}",
             f"f{self.frag}{'p' if self.prefetch else ''}",
+            f"k{self.split_k}{self.reduce[0] if self.split_k > 1 else ''}",
+            f"{'chk' if self.bounds == 'checked' else 'fast'}",
+        ]
+        if self.min_blocks != 1:
+            parts.append(f"o{self.min_blocks}")
+        return "_".join(parts)
+
+    def _tc_name(self) -> str:
+        """Tensor-core families: the warp tile is made of m16n8k8 tiles, so there are no thread tiles,
+        and shared memory follows the global layout (no a_kmajor); cp.async is always on."""
+        parts = [
+            f"gg_{self.family}_{self.layout.lower()}",
+            f"b{self.BM}x{self.BN}x{self.BK}",
+            f"w{self.WM}x{self.WN}",
+            f"v{self.vec}",
+            f"ap{self.pad_a}s{self.swz_a}",
+            f"bp{self.pad_b}s{self.swz_b}",
+            f"r{self.raster}",
+            f"s{self.stages}{'c' if self.async_copy else 'r'}",
             f"k{self.split_k}{self.reduce[0] if self.split_k > 1 else ''}",
             f"{'chk' if self.bounds == 'checked' else 'fast'}",
         ]
@@ -118,14 +142,35 @@ class KernelConfig:
         return (self.BM // self.WM) * (self.BN // self.WN) * 32
 
     @property
+    def tensor_core(self) -> bool:
+        """True for the mma.sync families (tf32, tf32x3)."""
+        return self.family in TENSOR_CORE
+
+    @property
+    def precision(self) -> str:
+        """The accuracy class of the result: fp32, or tf32 (10-bit mantissa products)."""
+        return PRECISION.get(self.family, "fp32")
+
+    @property
+    def a_smem_kmajor(self) -> bool:
+        """A is stored [BK][BM] in shared memory. Tensor-core families keep the global layout, so
+        every cp.async moves 16 contiguous bytes (T: A is column-major, m contiguous)."""
+        return self.layout[0] == "T" if self.tensor_core else self.a_kmajor
+
+    @property
+    def b_smem_kmajor(self) -> bool:
+        """B is stored [BK][BN] in shared memory (simt: always; tensor cores: when B is row-major)."""
+        return self.layout[1] == "N" if self.tensor_core else True
+
+    @property
     def a_tile_shape(self) -> tuple[int, int]:
         """Shared-memory array of A for one stage: (rows, row length in floats incl. padding)."""
-        return (self.BK, self.BM + self.pad_a) if self.a_kmajor else (self.BM, self.BK + self.pad_a)
+        return (self.BK, self.BM + self.pad_a) if self.a_smem_kmajor else (self.BM, self.BK + self.pad_a)
 
     @property
     def b_tile_shape(self) -> tuple[int, int]:
-        """Shared-memory array of B for one stage (always k-major: [BK][BN + pad_b])."""
-        return (self.BK, self.BN + self.pad_b)
+        """Shared-memory array of B for one stage: [BK][BN + pad_b], or [BN][BK + pad_b] (n-major)."""
+        return (self.BK, self.BN + self.pad_b) if self.b_smem_kmajor else (self.BN, self.BK + self.pad_b)
 
     @property
     def smem_per_stage(self) -> int:
@@ -145,6 +190,8 @@ class KernelConfig:
         """fp32 accumulators each thread holds."""
         if self.family == "naive":
             return 1
+        if self.tensor_core:
+            return self.WM * self.WN // 32   # m16n8 tiles of 4 per thread
         return self.WMITER * self.TM * self.WNITER * self.TN
 
     def tiles(self, M: int, N: int) -> tuple[int, int]:

@@ -9,6 +9,10 @@ from __future__ import annotations
 from .outcome import WrongResult
 
 BOUND = 1e-5   # relative Frobenius error; fp32 accumulation over K=8192 lands near 1e-6
+# Per accuracy class (KernelConfig.precision). TF32 rounds each operand to 10 mantissa bits (unit
+# roundoff 2^-11 = 4.9e-4): products carry ~3e-4 relative error, so 5e-3 leaves a 10x margin while
+# still catching a wrong index (relative error ~1). 3xTF32 is fp32-accurate and keeps BOUND.
+BOUNDS = {"fp32": BOUND, "tf32": 5e-3}
 CASES = ((1.0, 0.0, True), (0.5, 3.0, False))
 
 
@@ -21,8 +25,22 @@ def rel_error(out, ref) -> float:
     return float(cupy.linalg.norm(diff)) / den if den else float(cupy.linalg.norm(diff))
 
 
-def check(kernel, problem, bound: float = BOUND) -> dict[str, float]:
-    """Run the gate; return the worst errors against cuBLAS and float64, or raise WrongResult."""
+def gate_bound(config) -> float:
+    """The relative error a config's results may have: 1e-5 for fp32-accurate families, 5e-3 for tf32.
+
+    >>> from gemmgen.presets import preset
+    >>> gate_bound(preset("v10")), gate_bound(preset("tf32x3")), gate_bound(preset("tf32"))
+    (1e-05, 1e-05, 0.005)
+    """
+    return BOUNDS[config.precision]
+
+
+def check(kernel, problem, bound: float | None = None) -> dict[str, float]:
+    """Run the gate; return the worst errors against cuBLAS and float64, or raise WrongResult.
+
+    ``bound`` defaults to :func:`gate_bound` of the kernel's config.
+    """
+    bound = gate_bound(kernel.config) if bound is None else bound
     worst = {"err_cublas": 0.0, "err_fp64": 0.0}
     for alpha, beta, poison in CASES:
         c0 = problem.fill_c(poison)

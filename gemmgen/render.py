@@ -18,11 +18,13 @@ from types import SimpleNamespace
 
 import jinja2
 
+from . import smem
 from .config import KernelConfig
 from .paths import data_dir
 from .rules import DeviceLike, validate
 
-TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2"}
+# The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
+TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2"}
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class KernelSource:
     @property
     def kernel_names(self) -> tuple[str, ...]:
         c = self.config
-        if c.split_k > 1 and c.family == "simt":
+        if c.split_k > 1 and c.family != "naive":
             return (f"{c.name}_scale", c.name) if c.reduce == "atomic" else (c.name, f"{c.name}_reduce")
         return (c.name,)
 
@@ -100,6 +102,11 @@ def _facts(c: KernelConfig, command: str) -> SimpleNamespace:
         facts.a_frag_vec = c.frag == "lds" and c.a_kmajor and c.TM % 4 == 0 and c.a_tile_shape[1] % 4 == 0
         facts.b_frag_vec = c.frag == "lds" and c.TN % 4 == 0 and c.b_tile_shape[1] % 4 == 0
         facts.c_vec = c.TN % 4 == 0 and not (c.split_k > 1 and c.reduce == "atomic")
+    elif c.tensor_core:
+        facts.a, facts.b = operand(c, "A"), operand(c, "B")
+        facts.a_off, facts.b_off = smem.offset(c, "A"), smem.offset(c, "B")
+        facts.a_ldmatrix, facts.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
+        facts.c_vec = not (c.split_k > 1 and c.reduce == "atomic")   # float2 stores of C
     return facts
 
 
@@ -113,19 +120,19 @@ def operand(c: KernelConfig, op: str) -> SimpleNamespace:
     if op == "A" and c.layout[0] == "N":    # A[m][k]: rows are m, k contiguous
         d = dict(rows=c.BM, cols=c.BK, gptr="A + (long long)(bm0 + r) * lda + (k0 + cc)",
                  row_ok="bm0 + r < M", col_base="k0 + cc", col_limit="kEnd", soff="a_off(cc + e, r)",
-                 contiguous_match=not c.a_kmajor, ld=c.a_tile_shape[1])
+                 contiguous_match=not c.a_smem_kmajor, ld=c.a_tile_shape[1])
     elif op == "A":                          # A stored k-major: rows are k, m contiguous
         d = dict(rows=c.BK, cols=c.BM, gptr="A + (long long)(k0 + r) * lda + (bm0 + cc)",
                  row_ok="k0 + r < kEnd", col_base="bm0 + cc", col_limit="M", soff="a_off(r, cc + e)",
-                 contiguous_match=c.a_kmajor, ld=c.a_tile_shape[1])
+                 contiguous_match=c.a_smem_kmajor, ld=c.a_tile_shape[1])
     elif c.layout[1] == "N":                 # B[k][n]: rows are k, n contiguous
         d = dict(rows=c.BK, cols=c.BN, gptr="B + (long long)(k0 + r) * ldb + (bn0 + cc)",
                  row_ok="k0 + r < kEnd", col_base="bn0 + cc", col_limit="N", soff="b_off(r, cc + e)",
-                 contiguous_match=True, ld=c.b_tile_shape[1])
+                 contiguous_match=c.b_smem_kmajor, ld=c.b_tile_shape[1])
     else:                                    # B stored n-major: rows are n, k contiguous
         d = dict(rows=c.BN, cols=c.BK, gptr="B + (long long)(bn0 + r) * ldb + (k0 + cc)",
                  row_ok="bn0 + r < N", col_base="k0 + cc", col_limit="kEnd", soff="b_off(cc + e, r)",
-                 contiguous_match=False, ld=c.b_tile_shape[1])
+                 contiguous_match=not c.b_smem_kmajor, ld=c.b_tile_shape[1])
     loads = d["rows"] * d["cols"] // (c.vec * c.threads)
     smem_vec = d.pop("contiguous_match") and d.pop("ld") % c.vec == 0
     d.pop("ld", None)

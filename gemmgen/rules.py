@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from .config import BOUNDS, FAMILIES, FRAGMENT_LOADS, LAYOUTS, REDUCTIONS, KernelConfig
+from .config import BOUNDS, FAMILIES, FRAGMENT_LOADS, LAYOUTS, REDUCTIONS, TENSOR_CORE, KernelConfig
 from .devices import DeviceSpec, for_arch
 
 DeviceLike = Union[DeviceSpec, str]
@@ -89,12 +89,16 @@ def _naive_defaults(c, d):
     return f"the naive family has no parameter {', '.join(diff)}; leave it at its default" if diff else None
 
 
-# ---- simt family ----------------------------------------------------------------------------
+# ---- simt family (rules named by _tiled also hold for the tensor-core families) --------------
 def _simt(*names):
     return rule(names[0], "simt")
 
 
-@_simt("WARP_TILE")
+def _tiled(name):
+    return rule(name, "simt", *TENSOR_CORE)
+
+
+@_tiled("WARP_TILE")
 def _warp_tile(c, d):
     if c.BM % c.WM or c.BN % c.WN:
         return f"block tile {c.BM}x{c.BN} is not a whole number of {c.WM}x{c.WN} warp tiles"
@@ -119,13 +123,15 @@ def _thread_tile(c, d):
     return None
 
 
-@_simt("VECTOR")
+@_tiled("VECTOR")
 def _vector(c, d):
     return _choice(c.vec, (1, 2, 4))
 
 
-@_simt("VECTORIZE")
+@_tiled("VECTORIZE")
 def _vectorize(c, d):
+    if c.threads < 32:   # THREADS names it; a warp tile larger than the block gives 0 threads
+        return None
     out = []
     for op, rows, cols in (("A", *_global_tile(c, "A")), ("B", *_global_tile(c, "B"))):
         if cols % c.vec:
@@ -143,7 +149,7 @@ def _global_tile(c: KernelConfig, op: str) -> tuple[int, int]:
     return (c.BK, c.BN) if c.layout[1] == "N" else (c.BN, c.BK)
 
 
-@_simt("PADDING")
+@_tiled("PADDING")
 def _padding(c, d):
     if c.pad_a < 0 or c.pad_b < 0 or c.pad_a > 32 or c.pad_b > 32:
         return f"pad_a = {c.pad_a}, pad_b = {c.pad_b}; padding runs from 0 to 32 floats"
@@ -186,7 +192,7 @@ def _async_arch(c, d):
     return None
 
 
-@_simt("SHARED_MEMORY")
+@_tiled("SHARED_MEMORY")
 def _smem(c, d):
     if c.smem_bytes > d.smem_per_block_optin:
         return (f"{c.smem_bytes} bytes of shared memory ({c.stages} stages x {c.smem_per_stage}); "
@@ -197,7 +203,7 @@ def _smem(c, d):
 def register_estimate(c: KernelConfig) -> int:
     """Rough registers per thread: accumulators, fragments (twice with prefetch), addressing."""
     frags = (c.WMITER * c.TM + c.WNITER * c.TN) * (2 if c.prefetch else 1)
-    staging = 0 if c.async_copy else (c.BM * c.BK + c.BN * c.BK) // c.threads
+    staging = 0 if c.async_copy else (c.BM * c.BK + c.BN * c.BK) // max(c.threads, 1)
     return c.accumulators + frags + staging + 28
 
 
@@ -222,19 +228,19 @@ def _fragments(c, d):
     return None
 
 
-@_simt("SPLIT_K")
+@_tiled("SPLIT_K")
 def _split_k(c, d):
     if c.split_k > 64:
         return f"split_k = {c.split_k}; at most 64"
     return _choice(c.reduce, REDUCTIONS)
 
 
-@_simt("BOUNDS")
+@_tiled("BOUNDS")
 def _bounds(c, d):
     return _choice(c.bounds, BOUNDS)
 
 
-@_simt("OCCUPANCY")
+@_tiled("OCCUPANCY")
 def _occupancy(c, d):
     if c.min_blocks > 1 and c.min_blocks * c.smem_bytes > d.smem_per_sm:
         return (f"min_blocks = {c.min_blocks} blocks x {c.smem_bytes} bytes of shared memory exceed the "
@@ -281,3 +287,6 @@ def validate(config: KernelConfig, device: DeviceLike | None = None) -> KernelCo
 def rule_names() -> list[str]:
     """Names of all rules, in the order they are checked."""
     return [name for name, _, _ in _RULES]
+
+
+from . import rules_tc  # noqa: E402,F401  (registers the tensor-core families' rules)

@@ -46,7 +46,8 @@ def venv(tmp_path_factory, wheel) -> Path:
 
 def test_wheel_ships_the_data_folders(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    for template in ("naive.cu.j2", "simt.cu.j2", "common.cuh.j2", "simt_parts.cuh.j2", "harness.cu.j2"):
+    for template in ("naive.cu.j2", "simt.cu.j2", "common.cuh.j2", "simt_parts.cuh.j2", "harness.cu.j2", "tc.cu.j2",
+                     "tc_parts.cuh.j2"):
         assert f"gemmgen/templates/{template}" in names
     assert "gemmgen/cli/__init__.py" in names and "gemmgen/ptxas.py" in names
     assert not any(n.startswith(("tests/", "templates/")) for n in names)

@@ -15,6 +15,9 @@ def features(c: KernelConfig) -> list[str]:
     """One sentence per idea the kernel uses, in the order the seed progression adds them."""
     if c.family == "naive":
         return _naive(c)
+    if c.tensor_core:
+        lines = [_tc_tiling(c), _tc_math(c), _k_loop(c), _tc_loads(c)]
+        return lines + [text for flag, text in _optional(c) if flag]
     lines = [_tiling(c), _k_loop(c), _layout_and_loads(c)]
     lines += [text for flag, text in _optional(c) if flag]
     return lines
@@ -37,6 +40,26 @@ def _tiling(c: KernelConfig) -> str:
     if c.WMITER * c.WNITER > 1:
         text += f" as {c.WMITER}x{c.WNITER} sub-tiles of {c.TM}x{c.TN} inside a {c.WM}x{c.WN} warp tile"
     return text
+
+
+def _tc_tiling(c: KernelConfig) -> str:
+    return (f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 32} warps); "
+            f"each warp a {c.WM}x{c.WN} tile of {c.WM // 16}x{c.WN // 8} tensor-core tiles of 16x8 "
+            f"(mma.sync m16n8k8, {c.accumulators} fp32 accumulators per thread)")
+
+
+def _tc_math(c: KernelConfig) -> str:
+    if c.family == "tf32x3":
+        return ("3xTF32: each operand is split into big (its top 10 mantissa bits) and small = x - big; three "
+                "products (small*big, big*small, big*big) per k8 step, summed into fp32 accumulators with "
+                "round-to-nearest adds, keep fp32 accuracy")
+    return "TF32: operands rounded to 10 mantissa bits (cvt.rna), fp32 accumulation; about 1e-3 relative error"
+
+
+def _tc_loads(c: KernelConfig) -> str:
+    how = {True: "read with scalar LDS (m/n contiguous)", False: "read with ldmatrix (k contiguous)"}
+    return (f"A is {_LAYOUT[c.layout[0]]} and B {_LAYOUT[c.layout[1]]}; shared tiles keep that layout so each "
+            f"cp.async moves {4 * c.vec} bytes; A fragments {how[c.a_smem_kmajor]}, B fragments {how[c.b_smem_kmajor]}")
 
 
 def _k_loop(c: KernelConfig) -> str:

@@ -1,4 +1,4 @@
-"""``gemmgen presets``: the built-in progression v0..v13, one line each with its key parameters.
+"""``gemmgen presets``: the progression v0..v13 and the tensor-core presets, one line each.
 
 >>> row("v8", preset("v8"))[:6]
 ('v8', '128x128x8', '16x128', '8x8', '4', '2')
@@ -24,6 +24,9 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
     if c.family == "naive":
         walk = "coalesced" if c.coalesced else "uncoalesced"
         return (name, f"{c.BM}x{c.BN}", "-", "1x1", "1", "-", f"naive, {walk}", describe(name))
+    if c.tensor_core:   # a warp tile of m16n8k8 mma tiles: no thread tile
+        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "mma16x8x8", f"{c.vec}",
+                f"{c.stages} cp.async", " ".join([c.family] + [w for w in _extras(c) if w != "A^T"]), describe(name))
     warp = f"{c.WM}x{c.WN}" + (f" ({c.WMITER}x{c.WNITER})" if c.WMITER * c.WNITER > 1 else "")
     stages = f"{c.stages}" + (" cp.async" if c.async_copy else "")
     return (name, f"{c.BM}x{c.BN}x{c.BK}", warp, f"{c.WMITER * c.TM}x{c.WNITER * c.TN}", f"{c.vec}",
@@ -74,7 +77,7 @@ def _record(name: str, c: KernelConfig) -> dict:
 
 COMMAND = Command(
     name="presets",
-    help="list the presets v0..v13 with their key parameters",
+    help="list the presets (v0..v13, tf32, tf32x3) with their key parameters",
     description="The built-in kernels, following the classic SGEMM progression: each adds one idea to "
                 "the one before. Emit one with `gemmgen emit --preset NAME`.",
     configure=configure,
