@@ -40,6 +40,8 @@ def is_measured(t: FrozenTrial) -> bool:
     >>> is_measured(create_trial(state=TrialState.FAIL, user_attrs={"kind": "interrupted"}))
     False
     """
+    if "duplicate_of" in t.user_attrs:   # studies of earlier versions told repeats COMPLETE, copied
+        return False
     if t.state == TrialState.COMPLETE:
         return True
     return t.state == TrialState.FAIL and t.user_attrs.get("kind") in _FAILED_KINDS

@@ -21,7 +21,7 @@ from .outcome import Failure, Measurement, Shape
 from .presets import all_presets
 from .rules import explain
 from .space import Space, load_space
-from .studies import default_storage, fail_dead_trials, open_storage, open_study, study_name
+from .studies import default_storage, fail_dead_trials, make_sampler, open_storage, open_study, study_name
 from .trial_stats import Counts, counts, is_measured, progress, top_trials
 from .tuner_worker import MeasureFor, Observer, Prepare, Worker
 
@@ -71,7 +71,9 @@ def make_plan(shape: Shape, device: DeviceSpec | str, *, trials: int = 100, stor
     if not isinstance(space, Space):
         space = load_space("simt", dev.arch, space)
     name = study_name(dev.key, shape, study, several_shapes)
-    return SearchPlan(storage or default_storage(results), name, shape, dev, space, trials, **options)
+    plan = SearchPlan(storage or default_storage(results), name, shape, dev, space, trials, **options)
+    make_sampler(plan.sampler, plan.seed, plan.space)   # an unknown sampler or a huge grid fails here, early
+    return plan
 
 
 # ---- running --------------------------------------------------------------------------------

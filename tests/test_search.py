@@ -140,6 +140,8 @@ def test_unknown_sampler_lists_the_valid_ones():
 def test_grid_refuses_a_huge_space():
     with pytest.raises(StudyError, match="--space"):
         make_sampler("grid", 0, load_space("simt", "sm_90"))
+    with pytest.raises(StudyError, match="--space"):   # before any study is created
+        make_plan(SHAPE, "h100", sampler="grid", storage="sqlite:///:memory:")
 
 
 # ---- the search -----------------------------------------------------------------------------
