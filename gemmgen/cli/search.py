@@ -47,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     from ..space import default_shapes
     from ..tuner import make_plan, match_gpu, run_search
 
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)   # the progress line says it once per trial
     devices = _devices(args.devices)
     shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
     spec = detect(devices[0])
