@@ -235,6 +235,12 @@ def _split_k(c, d):
     return _choice(c.reduce, REDUCTIONS)
 
 
+@_simt("SIMT_DEFAULTS")
+def _simt_defaults(c, d):
+    # coalesced only changes the naive kernels; a simt config that set it would share its name
+    return None if c.coalesced else "coalesced = false applies to the naive family only; leave it true"
+
+
 @_tiled("BOUNDS")
 def _bounds(c, d):
     return _choice(c.bounds, BOUNDS)

@@ -99,3 +99,10 @@ def test_rule_names_cover_the_documented_ones():
     documented = {"VECTORIZE", "WARP_TILE", "THREAD_TILE", "SHARED_MEMORY", "ASYNC_ARCH", "STAGES",
                   "SWIZZLE", "REGISTERS"}
     assert documented <= set(rule_names())
+
+
+def test_simt_config_keeps_naive_only_parameter_at_default():
+    from gemmgen.presets import preset
+    from gemmgen.rules import explain
+
+    assert [v.rule for v in explain(preset("v10").replace(coalesced=False), "h100")] == ["SIMT_DEFAULTS"]
