@@ -40,6 +40,8 @@ class KernelLibrary:
     """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in compile.py)."""
 
     def __init__(self, spec, entries: dict, device_id: int = 0, strict: bool = False):
+        # matmul promises fp32 accuracy: a stored tf32 winner must never serve it
+        entries = {k: e for k, e in entries.items() if e.kernel_config.precision == "fp32"}
         self.spec, self.entries, self.device_id, self.strict = spec, entries, device_id, strict
         self._kernels: dict[str, Kernel] = {}
         self._choice: dict[tuple, Kernel] = {}
