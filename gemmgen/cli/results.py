@@ -55,11 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(cols, rows) -> str:
-    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
+    from .presets import table
+
+    return "\n".join(table([tuple(cols), *([_fmt(r.get(c)) for c in cols] for r in rows)]))
 
 
 def _fmt(v) -> str:
