@@ -20,6 +20,8 @@ FAMILIES = ("naive", "simt", "tf32", "tf32x3")
 TENSOR_CORE = ("tf32", "tf32x3")   # mma.sync m16n8k8 families; tf32x3 is fp32-accurate (3xTF32)
 # What each family computes: the accuracy class the correctness gate holds it to (gemmgen.gate.gate_bound).
 PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32"}
+DTYPES = ("f32", "f16", "bf16")   # element type of A and B; C is always fp32
+MMA_KINDS = ("sync", "wgmma")     # tensor-core instruction: mma.sync (sm_80+) or wgmma.mma_async (sm_90a)
 LAYOUTS = ("NN", "NT", "TN", "TT")
 BOUNDS = ("checked", "none")
 REDUCTIONS = ("atomic", "workspace")
@@ -67,6 +69,8 @@ class KernelConfig:
     bounds: str = "checked"       # checked edges (any shape) or none (tile-divisible shapes only)
     coalesced: bool = True        # naive family only: consecutive threads walk columns of C
     min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
+    dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
+    mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
     # ---- identity -------------------------------------------------------------------------
@@ -75,7 +79,7 @@ class KernelConfig:
         """The procedural name: CUDA symbol, cache key and results key."""
         lay = self.layout.lower()
         if self.family == "naive":
-            return f"gg_naive_{lay}_{self.BM}x{self.BN}_{'c' if self.coalesced else 'u'}"
+            return "_".join([f"gg_naive_{lay}_{self.BM}x{self.BN}_{'c' if self.coalesced else 'u'}", *self._type_suffix()])
         if self.tensor_core:
             return self._tc_name()
         parts = [
@@ -94,7 +98,11 @@ class KernelConfig:
         ]
         if self.min_blocks != 1:
             parts.append(f"o{self.min_blocks}")
-        return "_".join(parts)
+        return "_".join(parts + self._type_suffix())
+
+    def _type_suffix(self) -> list[str]:
+        """Name parts of the element type and the tensor-core instruction, where not the defaults."""
+        return ([self.dtype] if self.dtype != "f32" else []) + (["wg"] if self.mma != "sync" else [])
 
     def _tc_name(self) -> str:
         """Tensor-core families: the warp tile is made of m16n8k8 tiles, so there are no thread tiles,
@@ -113,7 +121,7 @@ class KernelConfig:
         ]
         if self.min_blocks != 1:
             parts.append(f"o{self.min_blocks}")
-        return "_".join(parts)
+        return "_".join(parts + self._type_suffix())
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dictionary of every parameter (label included)."""

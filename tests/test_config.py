@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gemmgen.config import BOUNDS, FRAGMENT_LOADS, LAYOUTS, REDUCTIONS, ConfigError, KernelConfig
+from gemmgen.config import BOUNDS, DTYPES, FRAGMENT_LOADS, LAYOUTS, MMA_KINDS, REDUCTIONS, ConfigError, KernelConfig
 from gemmgen.presets import all_presets, names, preset
 
 ARCHS = ("sm_80", "sm_86", "sm_90")
@@ -54,7 +54,7 @@ def test_names_are_unique_across_presets():
 def _changed(cfg: KernelConfig, field: dataclasses.Field):
     value = getattr(cfg, field.name)
     choices = {"layout": LAYOUTS, "bounds": BOUNDS, "reduce": REDUCTIONS, "frag": FRAGMENT_LOADS,
-               "family": ("naive", "simt")}
+               "family": ("naive", "simt"), "dtype": DTYPES, "mma": MMA_KINDS}
     if field.name in choices:
         return next(v for v in choices[field.name] if v != value)
     if isinstance(value, bool):
