@@ -38,6 +38,7 @@ class Row:
         d = {"id": self.label, "kernel": self.config.name, "shape": self.shape.key, "config": self.config.to_dict()}
         if self.measurement:
             d.update(self.measurement.to_dict())
+            d.update({k: self.measurement.extra[k] for k in ACCURACY if k in self.measurement.extra})
         if self.failure:
             d["failure"] = self.failure.to_dict()
         return d
@@ -59,19 +60,29 @@ def run(configs: Sequence[KernelConfig], shapes: Iterable[Shape], measure: Measu
     return rows
 
 
-COLUMNS = ("ID", "kernel", "TFLOP/s", "time (ms)", "% of cuBLAS", "regs", "smem (B)", "occupancy")
+COLUMNS = ("ID", "kernel", "TFLOP/s", "time (ms)", "% of cuBLAS", "cuBLAS mode", "err vs fp64",
+           "cuBLAS err", "regs", "smem (B)", "occupancy")
+ACCURACY = ("err_fp64", "cublas_err_fp64", "bound", "baseline")   # Measurement.extra keys of the gate
+
+
+def baseline(m: Measurement) -> str:
+    """The cuBLAS mode a measurement was timed and gated against (fp32 where it was not recorded)."""
+    return m.extra.get("baseline", "fp32")
 
 
 def table(rows: Sequence[Row]) -> str:
-    """Seed 000's table per shape, with cuBLAS (median of its interleaved runs) as the baseline row."""
+    """Seed 000's table per shape, with one cuBLAS baseline row per mode (median of its interleaved
+    runs), and each kernel's error against float64 beside cuBLAS's in the same mode."""
     out = []
     for shape in dict.fromkeys(r.shape for r in rows):
         sub = [r for r in rows if r.shape == shape]
         body = [_cells(r) for r in sub]
-        ref = [r.measurement.cublas_ms for r in sub if r.measurement]
-        if ref:
-            ms = sorted(ref)[len(ref) // 2]
-            body.append(["-", "cuBLAS (baseline)", f"{shape.flops / ms / 1e9:.2f}", f"{ms:.3f}", "100.0", "", "", ""])
+        done = [r.measurement for r in sub if r.measurement]
+        for mode in dict.fromkeys(baseline(m) for m in done):
+            ref = sorted(m.cublas_ms for m in done if baseline(m) == mode)
+            ms = ref[len(ref) // 2]
+            body.append(["-", f"cuBLAS {mode} (baseline)", f"{shape.flops / ms / 1e9:.2f}", f"{ms:.3f}", "100.0",
+                         mode, "", _err(next(m for m in done if baseline(m) == mode), "cublas_err_fp64"), "", "", ""])
         out.append(f"{shape.M}x{shape.N}x{shape.K} {shape.layout}\n{_format(COLUMNS, body)}")
     return "\n\n".join(out)
 
@@ -79,15 +90,24 @@ def table(rows: Sequence[Row]) -> str:
 def _cells(r: Row) -> list[str]:
     m = r.measurement
     if m is None:
-        return [r.label, r.config.name, f"FAILED {r.failure.kind}: {r.failure.reason}"[:60], "", "", "", "", ""]
-    return [r.label, _short(r.config), f"{m.tflops:.2f}", f"{m.ms:.3f}", f"{100 * m.ratio:.1f}",
-            str(m.registers), str(m.smem_bytes), f"{m.occupancy:.2f}"]
+        return [r.label, r.config.name, f"FAILED {r.failure.kind}: {r.failure.reason}"[:60], *[""] * 8]
+    return [r.label, _short(r.config), f"{m.tflops:.2f}", f"{m.ms:.3f}", f"{100 * m.ratio:.1f}", baseline(m),
+            _err(m, "err_fp64", m.rel_error), _err(m, "cublas_err_fp64"), str(m.registers), str(m.smem_bytes),
+            f"{m.occupancy:.2f}"]
+
+
+def _err(m: Measurement, key: str, default: Optional[float] = None) -> str:
+    value = m.extra.get(key, default)
+    return "" if value is None else f"{value:.1e}"
 
 
 def _short(c: KernelConfig) -> str:
     if c.family == "naive":
         return "naive " + ("coalesced" if c.coalesced else "uncoalesced")
-    return f"{c.BM}x{c.BN}x{c.BK} t{c.WMITER * c.TM}x{c.WNITER * c.TN} s{c.stages}"
+    tile = f"{c.BM}x{c.BN}x{c.BK}"
+    if c.family != "simt":   # tensor cores: warp tiles of mma tiles, no thread tiles
+        return " ".join([c.family, tile, f"w{c.WM}x{c.WN}", f"s{c.stages}"] + ([c.dtype] if c.dtype != "f32" else []))
+    return f"{tile} t{c.WMITER * c.TM}x{c.WNITER * c.TN} s{c.stages}"
 
 
 def _format(header: Sequence[str], body: list[list[str]]) -> str:

@@ -11,7 +11,7 @@ from typing import Sequence
 from .compile import compile_source
 from .config import KernelConfig
 from .devices import detect
-from .gate import check
+from .gate import check, mode_of
 from .launch import LoadedKernel
 from .nvml import sm_clock_mhz
 from .outcome import Measurement, Rejected, Shape
@@ -24,7 +24,7 @@ class Session:
     """Caches loaded kernels and problems on one device."""
 
     def __init__(self, device_id: int = 0):
-        os.environ.setdefault("CUPY_TF32", "0")   # the reference is strict fp32 SGEMM
+        os.environ.setdefault("CUPY_TF32", "0")   # keep CuPy's own matmul strict fp32 too
         import cupy
 
         cupy.cuda.Device(device_id).use()
@@ -51,20 +51,22 @@ class Session:
             self._kernels[key] = LoadedKernel(config, compile_source(src, self.spec.arch))
         return self._kernels[key]
 
-    def problem(self, shape: Shape, seed: int = 0, pad: int = 0):
+    def problem(self, shape: Shape, seed: int = 0, pad: int = 0, dtype: str = "f32"):
+        """Inputs for a shape in one element type (cached: one shape at a time, its dtypes side by side)."""
         from .problem import Problem
 
-        key = (shape, seed, pad)
+        key = (shape, seed, pad, dtype)
         if key not in self._problems:
-            self._problems.clear()   # one shape at a time: 8192^3 inputs are 800 MB
-            self._problems[key] = Problem(shape, seed, pad)
+            if any(k[:3] != key[:3] for k in self._problems):
+                self._problems.clear()   # one shape at a time: 8192^3 inputs are 800 MB
+            self._problems[key] = Problem(shape, seed, pad, dtype)
         return self._problems[key]
 
     def check(self, config: KernelConfig, shape: Shape, seed: int = 0, pad: int = 0) -> dict:
-        """The correctness gate alone (fresh inputs for each seed)."""
+        """The correctness gate alone (fresh inputs for each seed, in the config's dtype)."""
         k = self.kernel(config)
         _accepts(config, shape, pad)
-        return check(k, self.problem(shape, seed, pad))
+        return check(k, self.problem(shape, seed, pad, config.dtype))
 
     def measure(self, config: KernelConfig, shape: Shape, warmup_ms: float = 25, rep_ms: float = 100,
                 seed: int = 0, code: str | None = None) -> Measurement:
@@ -73,30 +75,45 @@ class Session:
 
     def retime(self, configs: Sequence[KernelConfig], shape: Shape, warmup_ms: float = 25,
                rep_ms: float = 100, seed: int = 0, codes: Sequence[str | None] | None = None) -> list[Measurement]:
-        """Gate each config, then time them all and cuBLAS, interleaved run by run."""
-        import cupy
+        """Gate each config, then time them all and cuBLAS, interleaved run by run.
 
+        Each kernel is timed against cuBLAS in its precision class's mode (gate.mode_of): strict SGEMM
+        for fp32 (simt, tf32x3), TF32 for tf32, gemmEx with f16/bf16 inputs for the half families.
+        """
         kernels = [self.kernel(c, code) for c, code in zip(configs, codes or [None] * len(configs))]
         for c in configs:
             _accepts(c, shape, 0)
-        prob = self.problem(shape, seed)
-        errors = [check(k, prob) for k in kernels]
-        ops = prob.operands(1.0, 0.0)
-        ref_out = cupy.empty((shape.M, shape.N), dtype=cupy.float32)
-        fns = [lambda k=k: k.launch(ops) for k in kernels] + [lambda: prob.cublas(out=ref_out)]
+        probs = [self.problem(shape, seed, 0, c.dtype) for c in configs]
+        errors = [check(k, p) for k, p in zip(kernels, probs)]
+        modes = list(dict.fromkeys(mode_of(c) for c in configs))
+        fns = [lambda k=k, ops=p.operands(1.0, 0.0): k.launch(ops) for k, p in zip(kernels, probs)]
+        fns += [self._cublas_run(shape, seed, m) for m in modes]
         clock0 = sm_clock_mhz(self.pci)
         timings = bench_interleaved(fns, self.flush, warmup_ms, rep_ms)
         clocks = (clock0, sm_clock_mhz(self.pci))
-        return [self._record(k, shape, t, timings[-1], e, clocks) for k, t, e in zip(kernels, timings, errors)]
+        base = dict(zip(modes, timings[len(kernels):]))
+        return [self._record(k, shape, t, base[mode_of(k.config)], e, clocks)
+                for k, t, e in zip(kernels, timings, errors)]
+
+    def _cublas_run(self, shape: Shape, seed: int, mode: str):
+        """cuBLAS in one mode on the problem of its input type, writing a scratch C (beta = 0)."""
+        import cupy
+
+        from .problem import MODE_DTYPE
+
+        prob = self.problem(shape, seed, 0, MODE_DTYPE[mode])
+        out = cupy.empty((shape.M, shape.N), dtype=cupy.float32)
+        return lambda: prob.cublas(out=out, mode=mode)
 
     def _record(self, k: LoadedKernel, shape: Shape, t: Timing, ref: Timing, errors: dict,
                 clocks: tuple[int, int]) -> Measurement:
         return Measurement(
             name=k.config.name, shape=shape, ms=t.median, iqr_ms=t.iqr, cublas_ms=ref.median,
-            rel_error=max(errors.values()), reps=len(t.times), clock_mhz=clocks,
+            rel_error=errors["err_fp64"], reps=len(t.times), clock_mhz=clocks,
             registers=k.registers, smem_bytes=k.config.smem_bytes,
             occupancy=k.occupancy(self.spec.max_threads_per_sm),
-            extra={**errors, "cublas_iqr_ms": ref.iqr, "local_bytes": k.local_bytes})
+            extra={**errors, "baseline": mode_of(k.config), "cublas_iqr_ms": ref.iqr,
+                   "local_bytes": k.local_bytes})
 
 
 def _accepts(config: KernelConfig, shape: Shape, pad: int) -> None:

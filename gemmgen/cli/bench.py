@@ -1,7 +1,9 @@
 """``gemmgen bench``: time presets or configs against cuBLAS on this GPU, seed 000's table.
 
 Each kernel passes the correctness gate first and runs in an isolated worker process; cuBLAS is
-timed in the same run, interleaved with it.
+timed in the same run, interleaved with it, in the mode of the kernel's precision class: strict
+SGEMM for fp32 (simt, tf32x3), TF32 for tf32, f16/bf16 inputs with fp32 output for the half
+families. The table gives each kernel's relative error against float64 beside cuBLAS's.
 """
 from __future__ import annotations
 
@@ -60,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         json.dump(to_json(rows, spec.to_dict()), sys.stdout, indent=1)
         print()
     else:
-        print(f"{spec.name} ({spec.sm_count} SMs), fp32, cuBLAS timed in the same run\n")
+        print(f"{spec.name} ({spec.sm_count} SMs); cuBLAS timed in the same run, in each kernel's precision "
+              "mode; errors: relative Frobenius error of A@B against float64\n")
         print(table(rows))
     if args.plot:
         plot(rows, spec, args.plot)
@@ -70,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _progress(i: int, n: int, row) -> None:
     m = row.measurement
-    what = f"{m.tflops:.2f} TFLOP/s, {100 * m.ratio:.1f}% of cuBLAS" if m else f"FAILED {row.failure.kind}: {row.failure.reason}"
+    if m:
+        cub = m.extra.get("cublas_err_fp64")
+        what = (f"{m.tflops:.2f} TFLOP/s, {100 * m.ratio:.1f}% of cuBLAS {m.extra.get('baseline', 'fp32')}, "
+                f"error {m.rel_error:.1e}" + (f" (cuBLAS {cub:.1e})" if cub is not None else ""))
+    else:
+        what = f"FAILED {row.failure.kind}: {row.failure.reason}"
     print(f"[{i}/{n}] {row.label} {row.shape}: {what}", file=sys.stderr, flush=True)
 
 
