@@ -22,15 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import KernelConfig
+from .config import FAMILIES, KernelConfig
+from .devices import DeviceSpec, UnknownDevice, for_arch
 from .outcome import Shape
 from .paths import data_dir
 from .rules import explain
 from .space_params import FIELDS as _FIELDS, KINDS as _KINDS, SAMPLED as _SAMPLED
 from .space_params import Case, Expr, Param, SpaceError, Trial
 
+_DEFAULTS = KernelConfig().to_dict()
+
 SCHEMA = 1
-_CONTEXT = ("layout", "family")     # names every expression may use besides earlier parameters
+# Limits of the target GPU in bytes (the given device, else the architecture's representative one),
+# so a space can keep its draws inside shared memory instead of sampling configs the rules reject.
+DEVICE_NAMES = ("smem_per_block", "smem_per_sm")
+_CONTEXT = ("layout", "family", *DEVICE_NAMES)   # names every expression may use besides earlier parameters
 
 
 @dataclass(frozen=True)
@@ -41,14 +47,20 @@ class Space:
     arch: str
     params: tuple[Param, ...]
     source: str = ""
+    limits: tuple[tuple[str, int], ...] = ()   # DEVICE_NAMES with their values, where the file uses them
+
+    def _context(self, layout: str) -> dict[str, Any]:
+        return {"layout": layout, "family": self.family, **dict(self.limits)}
 
     def sample(self, trial: Trial, layout: str = "NN") -> KernelConfig:
         """Draw one config through the trial (define-by-run: conditional parameters only when used)."""
-        values: dict[str, Any] = {"layout": layout, "family": self.family}
+        values = self._context(layout)
         for p in self.params:
             case = p.case_for(values)
             if case is not None:
                 values[p.name] = case.draw(trial, p.name, values)
+            elif p.name in _DEFAULTS:   # later expressions see the default the config keeps
+                values[p.name] = _DEFAULTS[p.name]
         return KernelConfig.from_dict({k: v for k, v in values.items() if k in _FIELDS})
 
     def params_of(self, config: KernelConfig) -> dict[str, Any] | None:
@@ -58,11 +70,13 @@ class Space:
         """
         if config.family != self.family:
             return None
-        values: dict[str, Any] = {"layout": config.layout, "family": config.family}
+        values = self._context(config.layout)
         fixed: dict[str, Any] = {}
         for p in self.params:
             case = p.case_for(values)
             if case is None:
+                if p.name in _DEFAULTS:
+                    values[p.name] = _DEFAULTS[p.name]
                 continue
             values[p.name] = p.value_in(config)
             if case.kind in _SAMPLED:
@@ -116,25 +130,50 @@ def space_file(family: str = "simt") -> Path:
     return data_dir("search") / f"{family}.json"
 
 
-def load_space(family: str = "simt", arch: str = "sm_90", path: str | Path | None = None) -> Space:
+def families() -> list[str]:
+    """Template families with a shipped search space, in KernelConfig.FAMILIES order.
+
+    >>> families()[:3]
+    ['simt', 'tf32', 'tf32x3']
+    """
+    return [f for f in FAMILIES if space_file(f).is_file()]
+
+
+def load_space(family: str | None = None, arch: str = "sm_90", path: str | Path | None = None,
+               device: DeviceSpec | None = None) -> Space:
     """Load a family's space (the shipped file unless ``path`` is given) with ``arch``'s overrides.
 
-    >>> load_space("simt", "sm_90").family
-    'simt'
+    ``family`` defaults to the file's own (simt for the shipped files); a file of another family
+    is refused. ``device`` supplies the limits expressions may name (DEVICE_NAMES); without it
+    they are those of ``devices.for_arch(arch)``.
+
+    >>> load_space("tf32x3", "sm_80").family
+    'tf32x3'
+    >>> load_space("wmma")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    gemmgen.space_params.SpaceError: no search space for family 'wmma'; valid: simt, tf32, tf32x3...
     """
-    file = Path(path) if path else space_file(family)
+    if path is None and family is not None and family not in families():
+        raise SpaceError(f"no search space for family {family!r}; valid: {', '.join(families())}")
+    file = Path(path) if path else space_file(family or "simt")
     try:
         data = json.loads(file.read_text())
     except FileNotFoundError:
         raise SpaceError(f"no search space file {file}") from None
     except json.JSONDecodeError as e:
         raise SpaceError(f"{file} is not valid JSON: {e}") from None
-    return _parse_space(data, arch, str(file))
+    space = _parse_space(data, arch, str(file), device)
+    if family is not None and space.family != family:
+        raise SpaceError(f"{file} is the space of family {space.family!r}, not {family!r}")
+    return space
 
 
-def _parse_space(data: Any, arch: str, where: str) -> Space:
+def _parse_space(data: Any, arch: str, where: str, device: DeviceSpec | None = None) -> Space:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise SpaceError(f"{where}: expected an object with \"schema\": {SCHEMA}")
+    family = str(data.get("family", "simt"))
+    if family not in FAMILIES:
+        raise SpaceError(f"{where}: family {family!r} is not one of {', '.join(FAMILIES)}")
     specs = dict(data.get("params") or {})
     for name, spec in (data.get("arch") or {}).get(arch, {}).items():
         if name not in specs:
@@ -145,7 +184,20 @@ def _parse_space(data: Any, arch: str, where: str) -> Space:
         params.append(_parse_param(name, spec, [*_CONTEXT, *(p.name for p in params)], f"{where}: {name}"))
     if not params:
         raise SpaceError(f"{where}: no parameters")
-    return Space(str(data.get("family", "simt")), arch, tuple(params), where)
+    return Space(family, arch, tuple(params), where, _limits(params, arch, device, where))
+
+
+def _limits(params: list[Param], arch: str, device: DeviceSpec | None, where: str) -> tuple:
+    """The device limits the space's expressions name, as (name, bytes) pairs."""
+    used = {n for p in params for c in p.cases for e in (c.when, c.arg) if isinstance(e, Expr) for n in e.names}
+    if not used & set(DEVICE_NAMES):
+        return ()
+    if device is None:
+        try:
+            device = for_arch(arch)
+        except UnknownDevice as e:
+            raise SpaceError(f"{where}: names device limits ({', '.join(DEVICE_NAMES)}), but {e}") from None
+    return (("smem_per_block", device.smem_per_block_optin), ("smem_per_sm", device.smem_per_sm))
 
 
 def _parse_param(name: str, spec: Any, known: list[str], where: str) -> Param:

@@ -7,9 +7,10 @@ import optuna
 import pytest
 
 from gemmgen.config import KernelConfig
+from gemmgen.devices import for_arch
 from gemmgen.presets import all_presets, preset
 from gemmgen.rules import explain
-from gemmgen.space import (Space, SpaceError, _RandomTrial, default_shapes, load_space, sample_valid,
+from gemmgen.space import (Space, SpaceError, _RandomTrial, default_shapes, families, load_space, sample_valid,
                            space_file)
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
@@ -164,3 +165,134 @@ def test_space_is_picklable_for_worker_processes():
     assert isinstance(again, Space)
     c = sample_valid(1, "sm_90", seed=0, space=again)[0]
     assert isinstance(c, KernelConfig)
+
+
+# ---- tensor-core families (search/tf32.json, search/tf32x3.json) ----------------------------
+TC = ("tf32", "tf32x3")
+
+
+def _draws(space, n=1000, seed=0, layout="NN"):
+    import random
+
+    rng = random.Random(seed)
+    return [space.sample(_RandomTrial(rng), layout) for _ in range(n)]
+
+
+def test_families_with_a_space():
+    assert families()[:3] == ["simt", "tf32", "tf32x3"]
+    with pytest.raises(SpaceError, match="no search space for family 'wmma'; valid: simt, tf32, tf32x3"):
+        load_space("wmma")
+    with pytest.raises(SpaceError, match="tf32.json is the space of family 'tf32', not 'simt'"):
+        load_space("simt", path=space_file("tf32"))
+    assert load_space(path=space_file("tf32x3")).family == "tf32x3"   # no family: the file's own
+
+
+@pytest.mark.parametrize("family", TC)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
+    from gemmgen.rules_tc import UNUSED
+
+    space = load_space(family, arch)
+    assert space.family == family and space.arch == arch
+    ref = KernelConfig()
+    for c in _draws(space, 300, seed=1):
+        assert c.family == family and c.async_copy and c.vec == 4 and 2 <= c.stages <= 5
+        assert all(getattr(c, k) == getattr(ref, k) for k in (*UNUSED, "dtype", "mma")), c.name
+        assert c.BM == c.WM * (c.BM // c.WM) and c.BK in (16, 32)
+        assert not (c.pad_a and c.swz_a > 1) and not (c.pad_b and c.swz_b > 1)
+
+
+@pytest.mark.parametrize("family", TC)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tensor_core_spaces_mostly_draw_valid_configs(family, arch):
+    """Warp tile and warp grid are drawn, the block tile derived, and BK and min_blocks drawn only
+    where shared memory holds them: at least 80% of uniform draws pass the rules on sm_80 and sm_90
+    (measured: 97% tf32, 92% tf32x3), and never fail a rule the construction rules out."""
+    draws = _draws(load_space(family, arch), 1500, seed=2)
+    violations = [explain(c, arch) for c in draws]
+    rate = sum(not v for v in violations) / len(draws)
+    assert rate >= (0.8 if arch in ("sm_80", "sm_90") else 0.75), rate
+    structural = {"MMA_TILE", "WARP_TILE", "VECTORIZE", "TC_SWIZZLE", "TC_PADDING", "PIPELINE", "THREADS",
+                  "TENSOR_CORE_DEFAULTS", "OCCUPANCY", "POSITIVE"}
+    assert not {v.rule for vs in violations for v in vs} & structural
+
+
+@pytest.mark.parametrize("family", TC)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_sample_valid_tensor_core_configs(family, layout):
+    configs = sample_valid(40, "sm_90", seed=3, layout=layout, family=family)
+    assert len({c.name for c in configs}) == 40
+    assert all(c.layout == layout and c.family == family and not explain(c, "sm_90") for c in configs)
+
+
+@pytest.mark.parametrize("family", TC)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tensor_core_presets_are_reachable(family, arch):
+    """The presets are enqueued as ordinary trials (first), in every layout, on every architecture."""
+    space = load_space(family, arch)
+    for layout in ("NN", "NT", "TN", "TT"):
+        cfg = preset(family, arch).replace(layout=layout, label="")
+        params = space.params_of(cfg)
+        assert params is not None, (layout, arch)
+        assert space.sample(optuna.trial.FixedTrial(params), layout) == cfg
+    assert [p.label for p in all_presets(arch) if space.params_of(p)] == [family]
+
+
+@pytest.mark.parametrize("family", TC)
+def test_params_of_round_trips_tensor_core_configs(family):
+    space = load_space(family, "sm_86")
+    for c in sample_valid(30, "sm_86", seed=6, family=family, layout="TN"):
+        assert space.sample(optuna.trial.FixedTrial(space.params_of(c)), "TN") == c
+
+
+def test_tf32_and_tf32x3_spaces_stay_in_step():
+    a, b = (json.loads(space_file(f).read_text()) for f in TC)
+    assert list(a["params"]) == list(b["params"])
+    differ = {k for k in a["params"] if a["params"][k] != b["params"][k]}
+    assert differ == {"WN", "BK"}   # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32
+
+
+def test_tf32x3_draws_no_spilling_64x64_warp_tiles():
+    for arch in ("sm_80", "sm_90"):
+        assert not [c for c in _draws(load_space("tf32x3", arch), 400) if c.WM * c.WN > 2048]
+        assert [c for c in _draws(load_space("tf32", arch), 400) if c.WM * c.WN == 4096]
+
+
+def test_bk_and_min_blocks_follow_shared_memory():
+    """32-deep stages only where they fit the target's shared memory; two blocks only where both fit."""
+    big = {arch: _draws(load_space("tf32", arch), 800, seed=4) for arch in ("sm_86", "sm_90")}
+    for arch, draws in big.items():
+        limit = for_arch(arch).smem_per_block_optin
+        for c in draws:
+            if c.BK == 32:
+                assert c.stages * (c.BM * (32 + c.pad_a) + c.BN * (32 + c.pad_b)) * 4 <= limit
+            if c.min_blocks == 2:
+                assert 2 * c.smem_bytes <= for_arch(arch).smem_per_sm
+    deep = {arch: sum(c.BK == 32 and c.stages >= 4 and c.BM * c.BN >= 128 * 128 for c in d) for arch, d in big.items()}
+    assert deep["sm_90"] > 0 and deep["sm_86"] == 0
+
+
+def test_device_limits_come_from_the_given_device(tmp_path):
+    f = _space_with(tmp_path, {"BM": [{"when": "smem_per_block > 200000", "value": 256}, {"value": 64}]})
+    assert load_space(path=f, arch="sm_90").sample(_RandomTrial(None)).BM == 256
+    assert load_space(path=f, arch="sm_86").sample(_RandomTrial(None)).BM == 64
+    assert load_space(path=f, arch="sm_86", device=for_arch("sm_90")).sample(_RandomTrial(None)).BM == 256
+    with pytest.raises(SpaceError, match="names device limits.*unknown target 'sm_75'"):
+        load_space(path=f, arch="sm_75")
+    assert load_space("simt", "sm_75").arch == "sm_75"   # a space that names no limit loads anywhere
+
+
+def test_later_expressions_see_the_default_of_an_undrawn_parameter(tmp_path):
+    f = _space_with(tmp_path, {"stages": {"value": 1}, "pad_a": {"when": "stages > 1", "value": 4},
+                               "BK": {"derive": "16 + pad_a"}})
+    assert load_space(path=f).sample(_RandomTrial(None)).BK == 16
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from gemmgen import space, space_params
+
+    for module in (space, space_params):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0
