@@ -7,7 +7,15 @@ A results folder holds ``<slug of the device name>.json`` per GPU (``NVIDIA H100
      "device": {"name": ..., "cc": "9.0", "sm_count": 132, "driver": ..., "cuda": ..., "gemmgen": ...},
      "entries": {"4096x4096x4096/NN": {"config": {...}, "name": ..., "source_hash": ..., "tflops": ...,
                                        "cublas_tflops": ..., "ratio": ..., "date": ..., "trials": ...,
-                                       "env": {"driver": ..., "cuda": ..., "gemmgen": ...}}}}
+                                       "env": {"driver": ..., "cuda": ..., "gemmgen": ...},
+                                       "precision": "fp32"},
+                 "4096x4096x4096/NN/tf32": {...}}}
+
+An entry is the best kernel of one shape, layout and accuracy class (``KernelConfig.precision``).
+fp32-accurate kernels (simt and 3xTF32 alike) compete for the plain ``<shape>/<layout>`` key, so
+the faster of them is what an fp32 request gets; other classes are keyed ``<shape>/<layout>/<precision>``
+(tf32; f16 and bf16 for half inputs). Files written before precisions existed have only plain keys
+and no ``precision`` field; they load unchanged.
 
 Searches write the per-user folder (:func:`writable_dir`); the folder shipped with gemmgen is read
 only. Results of different GPUs are never mixed in one file.
@@ -35,6 +43,7 @@ from .atomic import locked, write_atomic
 from .config import ConfigError, KernelConfig
 from .outcome import Shape
 from .paths import data_dir, user_results_dir
+from .result_keys import FP32, entry_key, parse_key, shape_order  # noqa: F401  (part of the store's API)
 
 SCHEMA = 1
 SOFTWARE = ("driver", "cuda", "gemmgen")   # fingerprint fields that change without a new GPU
@@ -56,9 +65,9 @@ def slug(device_name: str) -> str:
 
 @dataclass(frozen=True)
 class Entry:
-    """The best kernel found for one shape and layout on one GPU."""
+    """The best kernel found for one shape, layout and accuracy class on one GPU."""
 
-    key: str                 # shape and layout, e.g. '4096x4096x4096/NN'
+    key: str                 # shape and layout, plus the precision where not fp32: '4096x4096x4096/NN'
     config: dict             # KernelConfig.to_dict() of the winner
     name: str                # KernelConfig.name: CUDA symbol and cache key
     source_hash: str         # sha256 of the rendered source that was measured
@@ -69,22 +78,31 @@ class Entry:
     trials: int              # trials the search spent on this shape
     env: dict = field(default_factory=dict)              # driver, CUDA and gemmgen of the run
     origin: str = field(default="", compare=False)       # file it was read from ('' if new)
+    precision: str = ""      # KernelConfig.precision of the winner ('' = read it off the config)
+
+    def __post_init__(self) -> None:
+        if not self.precision:   # entries of old files, and entries built without it
+            object.__setattr__(self, "precision", self.kernel_config.precision)
 
     @classmethod
     def new(cls, key: str, config: KernelConfig, tflops: float, cublas_tflops: float, trials: int,
             source_hash: str | None = None, date: str | None = None) -> "Entry":
-        """An entry for a fresh winner; the source hash defaults to ``render(config).digest``.
+        """An entry for a fresh winner, keyed by shape and the config's precision; the source hash
+        defaults to ``render(config).digest``.
 
         >>> from gemmgen.presets import preset
-        >>> Entry.new("64x64x64", preset("v1"), 1.0, 2.0, 5).key
-        '64x64x64/NN'
+        >>> Entry.new("64x64x64", preset("v1"), 1.0, 2.0, 5).key, Entry.new("64x64x64", preset("tf32"), 1.0, 2.0, 5).key
+        ('64x64x64/NN', '64x64x64/NN/tf32')
         """
         if source_hash is None:
             from .render import render  # the store needs rendering only for this default
             source_hash = render(config).digest
         ratio = round(tflops / cublas_tflops, 4) if cublas_tflops else 0.0
-        return cls(Shape.parse(key, config.layout).key, config.to_dict(), config.name, source_hash,
-                   float(tflops), float(cublas_tflops), ratio, date or now(), int(trials))
+        shape, precision = parse_key(key) if key.count("/") == 2 else (Shape.parse(key, config.layout), config.precision)
+        if precision != config.precision:
+            raise ValueError(f"key {key!r} names precision {precision}, but {config.name} computes {config.precision}")
+        return cls(entry_key(shape, precision), config.to_dict(), config.name, source_hash, float(tflops),
+                   float(cublas_tflops), ratio, date or now(), int(trials), precision=precision)
 
     @cached_property
     def kernel_config(self) -> KernelConfig:
@@ -93,8 +111,8 @@ class Entry:
 
     @cached_property
     def shape(self) -> Shape:
-        """The stored key as a Shape."""
-        return Shape.parse(self.key)
+        """The shape and layout of the stored key (without its precision)."""
+        return parse_key(self.key)[0]
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (without key and origin, which the file records around it)."""
@@ -120,13 +138,19 @@ def parse_entry(key: str, data: Any, where: str) -> Entry:
         if not isinstance(data[name], kinds) or isinstance(data[name], bool):
             raise bad(f"field {name!r} = {data[name]!r} is not a {kinds[0].__name__}")
     try:
-        shape, config = Shape.parse(key), KernelConfig.from_dict(data["config"])
+        (shape, precision), config = parse_key(key), KernelConfig.from_dict(data["config"])
     except (ValueError, ConfigError) as exc:
         raise bad(f"is unreadable: {exc}") from None
     if shape.layout != config.layout:
         raise bad(f"holds a {config.layout} kernel under a {shape.layout} key")
+    # an old file has no precision field: the config says it
+    for what, value in (("key", precision), ("field 'precision'", data.get("precision", precision))):
+        if value != config.precision:
+            raise bad(f"holds a {config.precision} kernel ({config.family}) under the {what} {value}; "
+                      f"its key is {entry_key(shape, config.precision)!r}")
     fields_ = {k: data[k] for k in _FIELDS}
-    return Entry(key=shape.key, env=dict(data.get("env") or {}), origin=where, **fields_)
+    return Entry(key=entry_key(shape, precision), env=dict(data.get("env") or {}), origin=where,
+                 precision=precision, **fields_)
 
 
 @dataclass(frozen=True)
@@ -145,12 +169,6 @@ class DeviceResults:
         """The file's JSON form, entries sorted by key."""
         entries = {k: self.entries[k].to_dict() for k in sorted(self.entries, key=shape_order)}
         return {"schema": SCHEMA, "device": self.device, "entries": entries}
-
-
-def shape_order(key: str) -> tuple:
-    """Sort key for shape keys: numerically by M, N, K, then layout."""
-    s = Shape.parse(key)
-    return (s.M, s.N, s.K, s.layout)
 
 
 def now() -> str:
@@ -241,7 +259,8 @@ def writable_dir(results: str | os.PathLike | None = None) -> Path:
 
 
 def merge(old: Mapping[str, Entry], new: Iterable[Entry]) -> dict[str, Entry]:
-    """Entries of both, keeping the higher TFLOP/s per key (the old one on a tie).
+    """Entries of both, keeping the higher TFLOP/s per key (the old one on a tie). A simt and a
+    3xTF32 winner of one shape share its fp32 key, so the faster of the two stays.
 
     >>> a = Entry("1x1x1/NN", {}, "a", "", 1.0, 2.0, 0.5, "", 1)
     >>> merge({"1x1x1/NN": a}, [replace(a, name="b", tflops=3.0)])["1x1x1/NN"].name

@@ -146,6 +146,81 @@ def test_lookup_merges_shipped_and_user_by_speed(isolated):
     assert dev.entries["128x128x128/NN"].origin == str(user / FILE)
 
 
+# ---- precision classes -----------------------------------------------------------------------------
+TF32, TF32X3 = preset("tf32").replace(label=""), preset("tf32x3").replace(label="")
+
+
+def test_keys_carry_the_precision_except_fp32():
+    assert entry("64x64x64", 1.0, TF32).key == "64x64x64/NN/tf32"
+    assert entry("64x64x64", 1.0, TF32X3).key == entry("64x64x64", 1.0).key == "64x64x64/NN"
+    assert entry("64x64x64/TN", 1.0, TF32.replace(layout="TN")).key == "64x64x64/TN/tf32"
+    assert [entry("64x64x64", 1.0, c).precision for c in (TF32, TF32X3, preset("v10"))] == ["tf32", "fp32", "fp32"]
+    assert Entry.new("64x64x64/NN/tf32", TF32, 1.0, 2.0, 3, "h").key == "64x64x64/NN/tf32"
+    with pytest.raises(ValueError, match="names precision tf32, but gg_simt"):
+        Entry.new("64x64x64/NN/tf32", preset("v10"), 1.0, 2.0, 3, "h")
+    assert store.entry_key("64x64x64/NT", "bf16") == "64x64x64/NT/bf16"
+    assert store.parse_key("64x64x64/NT/f16") == (Shape(64, 64, 64, "NT"), "f16")
+    for bad in ("64x64x64/NN/fp32", "64x64x64/NN/", "64x64x64/NN/tf32/x"):
+        with pytest.raises(ValueError, match="64x64x64"):
+            store.parse_key(bad)
+
+
+def test_fp32_accurate_families_compete_for_one_key(isolated):
+    """simt and 3xTF32 both keep fp32 accuracy: the faster is what an fp32 request gets; TF32 lives beside."""
+    _, user = isolated
+    record(H100, [entry("4096x4096x4096", 45.0, preset("v10"))])
+    record(H100, [entry("4096x4096x4096", 80.0, TF32X3), entry("4096x4096x4096", 150.0, TF32)])
+    record(H100, [entry("4096x4096x4096", 46.0, preset("v11"))])   # a later, slower simt winner
+    got = load_file(user / FILE).entries
+    assert set(got) == {"4096x4096x4096/NN", "4096x4096x4096/NN/tf32"}
+    assert got["4096x4096x4096/NN"].name == TF32X3.name and got["4096x4096x4096/NN"].precision == "fp32"
+    assert got["4096x4096x4096/NN/tf32"].name == TF32.name and got["4096x4096x4096/NN/tf32"].tflops == 150.0
+    record(H100, [entry("4096x4096x4096", 81.0, preset("v12"))])   # and a faster simt one takes it back
+    assert load_file(user / FILE).entries["4096x4096x4096/NN"].kernel_config.family == "simt"
+
+
+def test_precision_is_written_and_keys_sort_fp32_first(isolated):
+    _, user = isolated
+    record(H100, [entry("512x512x512", 1.0, TF32), entry("4096x4096x4096", 2.0), entry("512x512x512", 3.0)])
+    data = json.loads((user / FILE).read_text())
+    assert list(data["entries"]) == ["512x512x512/NN", "512x512x512/NN/tf32", "4096x4096x4096/NN"]
+    assert data["entries"]["512x512x512/NN/tf32"]["precision"] == "tf32"
+    assert [r["shape"] for r in show_rows("h100")] == list(data["entries"])
+    assert load_device(H100).entries["512x512x512/NN/tf32"].shape == Shape(512, 512, 512)
+
+
+def test_old_files_without_precision_load(isolated):
+    """Files written before precision classes: plain keys, no precision field; read off the config."""
+    shipped, _ = isolated
+    old = {k: v for k, v in entry("4096x4096x4096", 20.0).to_dict().items() if k != "precision"}
+    old["config"] = {k: v for k, v in old["config"].items() if k not in ("dtype", "mma")}
+    (shipped / FILE).write_text(json.dumps({"schema": 1, "device": H100, "entries": {"4096x4096x4096/NN": old}}))
+    e = load_device(H100).entries["4096x4096x4096/NN"]
+    assert e.precision == "fp32" and e.kernel_config == preset("v10") and e.tflops == 20.0
+    assert Entry("1x1x1/NN", {}, "a", "", 1.0, 2.0, 0.5, "", 1).precision == "fp32"   # positional, as before
+
+
+def test_shipped_results_still_load():
+    from gemmgen.paths import data_dir
+
+    for path in data_dir("results").glob("*.json"):
+        assert all(e.precision == "fp32" for e in load_file(path).entries.values()), path
+
+
+@pytest.mark.parametrize("key, config, extra, words", [
+    ("64x64x64/NN", TF32, {}, "holds a tf32 kernel (tf32) under the key fp32; its key is '64x64x64/NN/tf32'"),
+    ("64x64x64/NN/tf32", TF32X3, {}, "holds a fp32 kernel (tf32x3) under the key tf32; its key is '64x64x64/NN'"),
+    ("64x64x64/NN/tf32", TF32, {"precision": "f16"}, "under the field 'precision' f16"),
+    ("64x64x64/NN/fp32", preset("v10"), {}, "keyed without a precision"),
+])
+def test_entry_under_the_wrong_precision_is_refused(tmp_path, key, config, extra, words):
+    data = {**entry("64x64x64", 1.0, config).to_dict(), **extra}
+    (tmp_path / FILE).write_text(json.dumps({"schema": 1, "device": H100, "entries": {key: data}}))
+    with pytest.raises(ResultsError) as err:
+        load_file(tmp_path / FILE)
+    assert str(tmp_path / FILE) in str(err.value) and words in str(err.value)
+
+
 # ---- errors ----------------------------------------------------------------------------------------
 def test_corrupt_file_error_names_the_file_and_is_not_overwritten(isolated):
     _, user = isolated
@@ -326,3 +401,13 @@ def test_export_of_missing_shape_lists_tuned_shapes(isolated, tmp_path):
         export("h100", "2048x2048x2048", tmp_path)
     with pytest.raises(ResultsError, match="not MxNxK"):
         export("h100", "big", tmp_path)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    from gemmgen import result_keys
+
+    for module in (store, result_keys):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.failed == 0 and result.attempted > 0

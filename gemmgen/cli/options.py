@@ -58,7 +58,7 @@ def stored_best(device: DeviceSpec) -> KernelConfig | None:
     from ..lookup import load_device
 
     entries = [e for e in load_device(device.key, missing_ok=True).entries.values()
-               if e.shape.layout == "NN" and e.kernel_config.precision == "fp32"]
+               if e.shape.layout == "NN" and e.precision == "fp32"]
     return max(entries, key=lambda e: e.tflops).kernel_config if entries else None
 
 
