@@ -5,6 +5,8 @@
 >>> B = cupy.random.rand(700, 300, dtype=cupy.float32)
 >>> C = gemmgen.matmul(A, B)                                 # C = A @ B with the tuned kernel
 >>> C = gemmgen.matmul(A, B.T.copy().T, out=C, alpha=2.0, beta=1.0)   # C = 2 A@B + C, B column-major
+>>> C = gemmgen.matmul(A, B, precision="tf32")              # TF32 tensor cores, ~3e-4 relative error
+>>> C = gemmgen.matmul(A.astype(cupy.float16), B.astype(cupy.float16))   # half inputs, float32 C
 """
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import threading
 from typing import Any, Optional
 
 from .launch import Operands
-from .library import KernelLibrary
-from .operands import as_cupy, check_matrix, layout_of, overlaps
+from .library import DTYPE_NAMES, KernelLibrary, resolve_precision
+from .operands import as_output, check_matrix, layout_of, operand, overlaps
 
 _LIBRARIES: dict[tuple, KernelLibrary] = {}
 _LOCK = threading.Lock()
@@ -51,9 +53,15 @@ def _library(device_id: int, strict: bool) -> KernelLibrary:
     return lib
 
 
-def matmul(A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float = 0.0, stream: Any = None,
-           strict: bool = False) -> Any:
-    """C = alpha * A @ B + beta * C for float32 CUDA matrices, with the kernel tuned for this GPU.
+def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
+           beta: float = 0.0, stream: Any = None, strict: bool = False) -> Any:
+    """C = alpha * A @ B + beta * C for CUDA matrices, with the kernel tuned for this GPU.
+
+    A and B are both float32, both float16 or both bfloat16; C is float32. ``precision`` picks the
+    accuracy class: for float32 inputs "fp32" (default: the fastest fp32-accurate kernel, SIMT or
+    3xTF32 tensor cores) or "tf32" (TF32 tensor cores, ~1e-3 relative error); float16/bfloat16
+    inputs take "f16"/"bf16" (default: their own), exact products with fp32 accumulation. A
+    precision that is not one of these, or does not fit the inputs, raises ValueError.
 
     A and B may be C-contiguous, Fortran-contiguous or transposed views (mapped to the NN/NT/TN/TT
     kernels without copies); ``out`` must have contiguous rows. Inputs may be CuPy arrays or anything
@@ -65,9 +73,13 @@ def matmul(A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float =
     """
     import cupy
 
-    a, b = as_cupy(A, "A"), as_cupy(B, "B")
+    (a, ta), (b, tb) = operand(A, "A"), operand(B, "B")
     check_matrix(a, "A")
     check_matrix(b, "B")
+    if ta != tb:
+        raise ValueError(f"A is {DTYPE_NAMES[ta]} and B is {DTYPE_NAMES[tb]}; A and B must have one dtype "
+                         "(convert one, e.g. B.astype(A.dtype))")
+    cls = resolve_precision(precision, ta)
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
@@ -84,7 +96,7 @@ def matmul(A: Any, B: Any, out: Any = None, *, alpha: float = 1.0, beta: float =
     ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
     # the common case needs no device switch, which would cost a few microseconds per call
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
-        _library(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc)(ops, stream)
+        _library(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls)(ops, stream)
     return out if out is not None else c
 
 
@@ -95,8 +107,7 @@ def _output(out, a, b, M: int, N: int, beta: float):
         if beta != 0:
             raise ValueError(f"beta={beta} reads C, but out is None; pass out= holding C")
         return cupy.empty((M, N), dtype=cupy.float32)
-    c = as_cupy(out, "out")
-    check_matrix(c, "out")
+    c = as_output(out)
     if tuple(c.shape) != (M, N):
         raise ValueError(f"out has shape {tuple(c.shape)}; A @ B is {M}x{N}")
     if c.strides[1] != 4 or c.strides[0] < 4 * N:

@@ -1,23 +1,78 @@
-"""The tuned kernels of one GPU and the rule that picks one for a shape.
+"""The tuned kernels of one GPU and the rule that picks one for a shape and a precision.
 
-Dispatch rule (see lookup.dispatch): the exact tuned shape if present; else the tuned config of the
-nearest tuned shape (log-distance over M, N, K) among those that accept the shape; else the best
-preset that accepts it (v13 for the architecture), with one warning, or an error with strict=True.
+Stored entries are grouped by their config's precision class (``KernelConfig.precision``: fp32 for
+simt and 3xTF32, tf32, f16 or bf16 for the half family), and a request is served only by its own
+class: a tf32 winner never serves an fp32 call. Within a class, the dispatch rule (lookup.dispatch):
+the exact tuned shape if present; else the tuned config of the nearest tuned shape (log-distance
+over M, N, K) among those that accept the shape; else the built-in preset of the class
+(:data:`FALLBACK`), with one warning, or an error with strict=True.
+
+>>> resolve_precision(None, "f16"), resolve_precision("tf32", "f32")
+('f16', 'tf32')
+>>> fallback_config("fp32", "sm_86").label, fallback_config("fp32", "sm_90").label
+('v13', 'tf32x3')
 """
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 from .config import KernelConfig
 from .launch import LoadedKernel, Operands
 from .presets import preset
 from .render import render
 
+PRECISIONS = ("fp32", "tf32", "f16", "bf16")   # the classes matmul's precision= takes
+DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+# The built-in preset per precision class, used where no stored result fits. fp32: v13 (SIMT, tuned
+# per architecture), except where 3xTF32 measured faster: on the H100 52.5 vs 46.7 TFLOP/s at 4096^3
+# and 53.0 vs 46.7 at 8192^3 (docs/PERFORMANCE.md). f16/bf16: the 128x256 cp.async wmma kernels.
+FALLBACK = {"fp32": "v13", "tf32": "tf32", "f16": "wmma-fast", "bf16": "wmma-bf16"}
+FALLBACK_BY_ARCH = {("sm_90", "fp32"): "tf32x3"}
+
 
 class NoTunedKernels(LookupError):
     """strict=True and no tuned result fits the request."""
+
+
+def resolve_precision(precision: Optional[str], dtype: str) -> str:
+    """The precision class a call asks for: ``precision`` checked against the inputs' dtype
+    ("f32", "f16", "bf16"); None means the inputs' own class (fp32 for float32 inputs).
+
+    >>> resolve_precision("tf32", "f16")
+    Traceback (most recent call last):
+    ...
+    ValueError: precision='tf32' needs float32 inputs, but A and B are float16 (valid for them: f16 or None)
+    """
+    valid = ("fp32", "tf32") if dtype == "f32" else (dtype,)
+    if precision is None:
+        return valid[0]
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)} or None "
+                         "(None: fp32 for float32 inputs, the inputs' own type for float16/bfloat16)")
+    if precision not in valid:
+        need = DTYPE_NAMES["f32" if precision in ("fp32", "tf32") else precision]
+        raise ValueError(f"precision={precision!r} needs {need} inputs, but A and B are {DTYPE_NAMES[dtype]} "
+                         f"(valid for them: {', '.join(valid)} or None)")
+    return precision
+
+
+def fallback_config(precision: str, arch: str, layout: str = "NN") -> KernelConfig:
+    """The built-in config that serves a precision class where nothing stored fits (see FALLBACK)."""
+    name = FALLBACK_BY_ARCH.get((arch, precision), FALLBACK[precision])
+    cfg = preset(name, arch)
+    if precision in ("f16", "bf16") and cfg.dtype != precision:
+        cfg = cfg.replace(dtype=precision)   # a half preset serves both input types
+    return cfg.replace(layout=layout)
+
+
+def by_precision(entries: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    """Stored entries grouped by their config's precision class (their keys are kept as they are)."""
+    groups: dict[str, dict[str, object]] = {}
+    for key, e in entries.items():
+        groups.setdefault(e.kernel_config.precision, {})[key] = e
+    return groups
 
 
 @dataclass
@@ -37,38 +92,46 @@ class Kernel:
 
 
 class KernelLibrary:
-    """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in compile.py)."""
+    """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in compile.py).
+
+    ``entries`` holds the fp32 class (what matmul serves by default); ``classes`` every class.
+    """
 
     def __init__(self, spec, entries: dict, device_id: int = 0, strict: bool = False):
-        # matmul promises fp32 accuracy: a stored tf32 winner must never serve it
-        entries = {k: e for k, e in entries.items() if e.kernel_config.precision == "fp32"}
-        self.spec, self.entries, self.device_id, self.strict = spec, entries, device_id, strict
+        self.classes = by_precision(entries)
+        self.entries = self.classes.get("fp32", {})
+        self.spec, self.device_id, self.strict = spec, device_id, strict
         self._kernels: dict[str, Kernel] = {}
         self._choice: dict[tuple, Kernel] = {}
-        self._warned = False
+        self._warned: set[str] = set()
 
     def kernel_for(self, M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
-                   ldb: int | None = None, ldc: int | None = None) -> Kernel:
-        """The kernel the dispatch rule picks for this problem (cached per argument tuple)."""
-        key = (M, N, K, layout, lda, ldb, ldc)
-        if key not in self._choice:
-            self._choice[key] = self._pick(*key)
-        return self._choice[key]
+                   ldb: int | None = None, ldc: int | None = None, precision: str = "fp32") -> Kernel:
+        """The kernel the dispatch rule picks for this problem and precision class (cached per
+        argument tuple); ``precision`` is one of PRECISIONS (f16/bf16 kernels read half inputs)."""
+        key = (M, N, K, layout, lda, ldb, ldc, precision)
+        kernel = self._choice.get(key)
+        if kernel is None:
+            if precision not in PRECISIONS:
+                raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
+            kernel = self._choice[key] = self._pick(*key)
+        return kernel
 
-    def _pick(self, M, N, K, layout, lda, ldb, ldc) -> Kernel:
+    def _pick(self, M, N, K, layout, lda, ldb, ldc, precision) -> Kernel:
         from .lookup import dispatch
 
-        entry = dispatch(self.entries, M, N, K, layout, lda, ldb, ldc)
+        entry = dispatch(self.classes.get(precision, {}), M, N, K, layout, lda, ldb, ldc)
         if entry is not None:
             return self._load(entry.kernel_config, entry.to_dict())
+        what = f"{precision} kernel for {M}x{N}x{K}/{layout} on {self.spec.name}"
         if self.strict:
-            raise NoTunedKernels(f"no tuned kernel for {M}x{N}x{K}/{layout} on {self.spec.name} "
-                                 "(strict=True); run `gemmgen search` or pass strict=False")
-        if not self._warned:
-            warnings.warn(f"gemmgen: no tuned kernel fits {M}x{N}x{K}/{layout} on {self.spec.name}; "
-                          "using the built-in preset v13 (run `gemmgen search` to tune)", stacklevel=4)
-            self._warned = True
-        return self._load(preset("v13", self.spec.arch).replace(layout=layout), None)
+            raise NoTunedKernels(f"no tuned {what} (strict=True); run `gemmgen search` or pass strict=False")
+        config = fallback_config(precision, self.spec.arch, layout)
+        if precision not in self._warned:
+            warnings.warn(f"gemmgen: no tuned {what}; using the built-in preset {config.label} "
+                          "(run `gemmgen search` to tune)", stacklevel=4)
+            self._warned.add(precision)
+        return self._load(config, None)
 
     def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
         from .compile import compile_source

@@ -134,17 +134,14 @@ def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str =
              lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> Entry | None:
     """The tuned entry to run for a request, per the rule in the module docstring (see its example).
 
-    Ties in distance go to the faster entry, then to the smaller key, so the answer is stable.
+    Entries are matched by their shape, not by their key, so keys may carry more than shape and
+    layout (a precision class, say); callers pass the entries of one precision class. The exact
+    shape is at distance 0; ties in distance go to the faster entry, then to the smaller key, so
+    the answer is stable.
     """
     want = Shape(M, N, K, layout.upper())
-
-    def fits(e: Entry) -> bool:
-        return e.shape.layout == want.layout and e.kernel_config.accepts(M, N, K, lda, ldb, ldc) is None
-
-    exact = entries.get(want.key)
-    if exact is not None and fits(exact):
-        return exact
-    near = [e for e in entries.values() if fits(e)]
+    near = [e for e in entries.values()
+            if e.shape.layout == want.layout and e.kernel_config.accepts(M, N, K, lda, ldb, ldc) is None]
     return min(near, key=lambda e: (log_distance(e.shape, want), -e.tflops, e.key), default=None)
 
 

@@ -58,14 +58,14 @@ class Measurement:
     shape: Shape
     ms: float                      # median time of the kernel
     iqr_ms: float                  # interquartile range of the kernel's times
-    cublas_ms: float               # median time of cuBLAS, interleaved with the kernel
-    rel_error: float               # relative Frobenius error against cuBLAS (and float64 for small shapes)
+    cublas_ms: float               # median time of cuBLAS in the kernel's precision mode, interleaved with it
+    rel_error: float               # relative Frobenius error of A@B against float64 (the gate's err_fp64)
     reps: int = 0
     clock_mhz: tuple[int, int] = (0, 0)   # SM clock at start and end (NVML), 0 where unknown
     registers: int = 0
     smem_bytes: int = 0
     occupancy: float = 0.0         # resident warps / maximum warps per SM
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)   # the gate's errors and bound, the cuBLAS mode ("baseline"), ...
 
     @property
     def tflops(self) -> float:

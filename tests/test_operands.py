@@ -5,14 +5,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmgen.operands import check_matrix, layout_of, overlaps
+from gemmgen.operands import check_matrix, element_type, layout_of, overlaps
 
 
 def fake(shape, strides_elems, dtype="float32", ptr=0):
     import numpy as np
 
-    return SimpleNamespace(shape=shape, strides=tuple(4 * s for s in strides_elems), ndim=len(shape),
-                           dtype=np.dtype(dtype), itemsize=4, data=SimpleNamespace(ptr=ptr))
+    size = np.dtype(dtype).itemsize
+    return SimpleNamespace(shape=shape, strides=tuple(size * s for s in strides_elems), ndim=len(shape),
+                           dtype=np.dtype(dtype), itemsize=size, data=SimpleNamespace(ptr=ptr))
 
 
 @pytest.mark.parametrize("shape,strides,expect", [
@@ -26,14 +27,30 @@ def test_layout_from_strides(shape, strides, expect):
     assert layout_of(fake(shape, strides), "A") == expect
 
 
+@pytest.mark.parametrize("dtype", ["float16", "uint16"])   # bfloat16 is stored as 16-bit integers
+def test_layout_of_half_matrices_counts_elements(dtype):
+    assert layout_of(fake((300, 200), (256, 1), dtype), "A") == ("N", 256)
+    assert layout_of(fake((300, 200), (1, 304), dtype), "B") == ("T", 304)
+
+
 def test_unreadable_strides_are_refused_with_the_strides():
     with pytest.raises(ValueError, match=r"strides \(24, 8\)"):
         layout_of(fake((4, 3), (6, 2)), "A")
 
 
-def test_dtype_and_rank_are_named():
-    with pytest.raises(TypeError, match="float16"):
-        check_matrix(fake((2, 2), (2, 1), "float16"), "B")
+def test_element_types():
+    assert [element_type(fake((2, 2), (2, 1), d), "A") for d in ("float32", "float16")] == ["f32", "f16"]
+    bf16 = SimpleNamespace(dtype=SimpleNamespace(char="E", name="bfloat16"))   # CuPy with ml_dtypes
+    assert element_type(bf16, "A") == "bf16"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "uint16"])
+def test_other_dtypes_are_named_with_the_valid_ones(dtype):
+    with pytest.raises(TypeError, match=f"B has dtype {dtype}; gemmgen's A and B are float32, float16 or bfloat16"):
+        element_type(fake((2, 2), (2, 1), dtype), "B")
+
+
+def test_rank_is_named():
     with pytest.raises(ValueError, match="3 dimensions"):
         check_matrix(fake((2, 2, 2), (4, 2, 1)), "A")
 
