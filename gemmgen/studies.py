@@ -193,16 +193,24 @@ def worker_seed(seed: int, worker: int, done: int) -> int:
 
 
 # ---- studies --------------------------------------------------------------------------------
-def study_name(device_key: str, shape: Any, base: str | None = None, several: bool = False) -> str:
-    """The study of one device and shape: ``h100-4096x4096x4096-NN``; a given name is kept for one shape.
+def study_name(device_key: str, shape: Any, base: str | None = None, several: bool = False,
+               family: str = "simt", several_families: bool = False) -> str:
+    """The study of one device, family and shape: ``h100-4096x4096x4096-NN`` for simt (the names of
+    studies made before there were other families), ``h100-tf32x3-4096x4096x4096-NN`` for others.
 
-    >>> study_name("h100", "4096x4096x4096/NN")
-    'h100-4096x4096x4096-NN'
+    A given name is kept for one shape and family, and gets ``-<family>`` and ``-<shape>`` when a
+    search runs several. Studies of different families never share a name, so a search of one
+    family never resumes another's (open_study also refuses that by the recorded family).
+
+    >>> study_name("h100", "4096x4096x4096/NN"), study_name("h100", "64x64x64/NN", family="tf32")
+    ('h100-4096x4096x4096-NN', 'h100-tf32-64x64x64-NN')
+    >>> study_name("h100", "64x64x64/NN", "mine", several=True, family="tf32", several_families=True)
+    'mine-tf32-64x64x64-NN'
     """
     tag = str(shape).replace("/", "-")
     if base:
-        return f"{base}-{tag}" if several else base
-    return f"{device_key}-{tag}"
+        return "-".join([base, *([family] if several_families else []), *([tag] if several else [])])
+    return "-".join([device_key, *([family] if family != "simt" else []), tag])
 
 
 def open_study(storage: Any, name: str, sampler: optuna.samplers.BaseSampler | None = None, *, device: str,

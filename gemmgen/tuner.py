@@ -20,7 +20,7 @@ from .devices import KNOWN, DeviceSpec, UnknownDevice, known, resolve_alias
 from .outcome import Failure, Measurement, Shape
 from .presets import all_presets
 from .rules import explain
-from .space import Space, load_space
+from .space import Space, SpaceError, load_space
 from .studies import default_storage, fail_dead_trials, make_sampler, open_storage, open_study, study_name
 from .trial_stats import Counts, counts, is_measured, progress, top_trials
 from .tuner_worker import MeasureFor, Observer, Prepare, Worker
@@ -60,17 +60,24 @@ class SearchPlan:
 
 def make_plan(shape: Shape, device: DeviceSpec | str, *, trials: int = 100, storage: str | None = None,
               study: str | None = None, several_shapes: bool = False, space: Space | str | Path | None = None,
-              results: str | Path | None = None, **options: Any) -> SearchPlan:
+              results: str | Path | None = None, family: str | None = None, several_families: bool = False,
+              **options: Any) -> SearchPlan:
     """A plan with the defaults a user expects: TPE seeded 0, SQLite in the results directory,
-    the shipped space of the device's architecture, study ``<gpu>-<shape>``.
+    the shipped space of ``family`` (simt unless ``space`` names another) for the device's
+    architecture, study ``<gpu>-<shape>`` (``<gpu>-<family>-<shape>`` for other families than simt).
 
     >>> make_plan(Shape(4096, 4096, 4096), "h100", storage="sqlite:///:memory:").study
     'h100-4096x4096x4096-NN'
+    >>> make_plan(Shape(4096, 4096, 4096), "h100", family="tf32x3", storage="sqlite:///:memory:").study
+    'h100-tf32x3-4096x4096x4096-NN'
     """
     dev = device if isinstance(device, DeviceSpec) else known(device)
-    if not isinstance(space, Space):
-        space = load_space("simt", dev.arch, space)
-    name = study_name(dev.key, shape, study, several_shapes)
+    if isinstance(space, Space):
+        if family is not None and space.family != family:
+            raise SpaceError(f"the space {space.source} is of family {space.family!r}, not {family!r}")
+    else:
+        space = load_space(family if family is not None or space else "simt", dev.arch, space, device=dev)
+    name = study_name(dev.key, shape, study, several_shapes, space.family, several_families)
     plan = SearchPlan(storage or default_storage(results), name, shape, dev, space, trials, **options)
     make_sampler(plan.sampler, plan.seed, plan.space)   # an unknown sampler or a huge grid fails here, early
     return plan

@@ -4,6 +4,12 @@ A search resumes its study when run again (SQLite in the results folder by defau
 with --storage, e.g. PostgreSQL shared by several hosts). Presets that fit are measured first, so a
 search never ends worse than the best preset; every candidate passes the correctness gate before it
 is timed; the top 5 are re-timed against cuBLAS before the winner is stored.
+
+--family picks the template family: simt (default), tf32 or tf32x3 (tensor cores, sm_80 and newer),
+a comma-separated list, or all. Families are searched in turn, each in its own study
+(<gpu>-<family>-<shape>; simt keeps <gpu>-<shape>) with the full --trials budget. Winners are
+stored per accuracy class: simt and tf32x3 are both fp32-accurate and compete for the shape's one
+fp32 entry (the faster stays); tf32 winners are stored beside it, under <shape>/<layout>/tf32.
 """
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ from . import Command
 
 EPILOG = """examples:
   gemmgen search --gpu h100 --trials 200                 tune 4096^3 NN on this H100
+  gemmgen search --family tf32x3 --trials 100            fp32-accurate 3xTF32 tensor-core kernels
+  gemmgen search --family all --trials 100               simt, tf32 and tf32x3 in turn
   gemmgen search --shape 1000x1000x1000 --shape 8192x8192x8192/NT --trials 100
   gemmgen search --devices 0,1 --trials 400              one worker per GPU, one shared study
   gemmgen search --storage postgresql://user@db/gemmgen  several hosts, same command on each
@@ -25,15 +33,18 @@ EPILOG = """examples:
 def configure(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
     a("--gpu", help="the GPU you mean to tune (rtx3090, a100, h100, ...); must match the detected one")
-    a("--trials", type=int, default=200, help="measured trials in the study, resumes included (default 200)")
+    a("--family", metavar="NAME[,NAME]", help="template family: simt (default), tf32, tf32x3, a comma-separated "
+      "list, or all; each is searched in turn in its own study with the full --trials budget")
+    a("--trials", type=int, default=200, help="measured trials per study, resumes included (default 200)")
     a("--timeout", type=float, help="stop each worker after this many seconds")
     a("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]", help="shape to tune (repeatable)")
     a("--shapes", metavar="FILE", help='JSON file {"shapes": ["MxNxK/NN", ...]} (default: search/shapes.json)')
-    a("--space", metavar="FILE", help="search space JSON (default: the shipped one for the GPU's architecture)")
+    a("--space", metavar="FILE", help="search space JSON (default: the shipped one of the family for the GPU's "
+      "architecture); its family is searched")
     a("--sampler", default="tpe", choices=("tpe", "random", "cmaes", "grid"), help="Optuna sampler (default tpe)")
     a("--seed", type=int, default=0, help="sampler seed (default 0)")
     a("--storage", help="Optuna RDB URL (default sqlite:///<results>/studies.db)")
-    a("--study", help="study name (default <gpu>-<shape>)")
+    a("--study", help="study name (default <gpu>-<shape>, <gpu>-<family>-<shape> for families other than simt)")
     a("--devices", default="0", help="GPU indices, comma-separated: one search process per GPU (default 0)")
     a("--jobs", type=int, default=2, help="compile workers preparing upcoming candidates (default 2)")
     a("--results", metavar="DIR", help="results folder (default: the user folder; $GEMMGEN_RESULTS)")
@@ -41,6 +52,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    families = parse_families(args.family, args.space)   # before anything touches the GPU
+    devices = _devices(args.devices)
+
     from ..devices import detect, fingerprint
     from ..gpu_search import GpuMeasure, GpuRetime, NvrtcPrepare
     from ..outcome import Shape
@@ -50,23 +64,52 @@ def run(args: argparse.Namespace) -> int:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # the progress line says it once per trial
-    devices = _devices(args.devices)
     shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
     spec = detect(devices[0])
     match_gpu(args.gpu, spec.name)
-    winners = []
-    for shape in shapes:
-        plan = make_plan(shape, spec, trials=args.trials, storage=args.storage, study=args.study,
-                         several_shapes=len(shapes) > 1, space=args.space, results=args.results,
-                         sampler=args.sampler, seed=args.seed, timeout=args.timeout, jobs=args.jobs)
-        print(f"search {plan.study}: {spec.name}, {shape}, {args.trials} trials, {args.sampler}", file=sys.stderr)
-        t0 = time.monotonic()
-        result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
-                            devices=devices, observer=_Bar())
-        print(file=sys.stderr)
-        winners.append(_store(result, plan, fingerprint(devices[0]), args.results, time.monotonic() - t0))
-    _report(winners, plan, args.json)
+    fp, winners = fingerprint(devices[0]), []
+    for family in families:
+        for shape in shapes:
+            plan = make_plan(shape, spec, trials=args.trials, storage=args.storage, study=args.study,
+                             several_shapes=len(shapes) > 1, space=args.space, results=args.results,
+                             family=family, several_families=len(families) > 1,
+                             sampler=args.sampler, seed=args.seed, timeout=args.timeout, jobs=args.jobs)
+            print(f"search {plan.study}: {spec.name}, {plan.space.family}, {shape}, {args.trials} trials, "
+                  f"{args.sampler}", file=sys.stderr)
+            t0 = time.monotonic()
+            result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
+                                devices=devices, observer=_Bar())
+            print(file=sys.stderr)
+            winners.append(_store(result, plan, fp, args.results, time.monotonic() - t0))
+    _report(winners, args.json)
     return 0
+
+
+def parse_families(text: str | None, space: str | None = None) -> list[str | None]:
+    """The families ``--family`` names, in search order; [None] (the file's own) for --space alone.
+
+    >>> parse_families("tf32x3,simt"), parse_families(None), parse_families("all")[:3]
+    (['tf32x3', 'simt'], ['simt'], ['simt', 'tf32', 'tf32x3'])
+    >>> parse_families("wmma")
+    Traceback (most recent call last):
+    ValueError: --family 'wmma': unknown family wmma; valid: simt, tf32, tf32x3..., a comma-separated list of them, or all
+    """
+    from ..space import families
+
+    valid = families()
+    if text is None:
+        return [None] if space else ["simt"]
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    names = valid if names == ["all"] else names
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise ValueError(f"--family {text!r}: unknown family {', '.join(bad)}; valid: {', '.join(valid)}, "
+                         "a comma-separated list of them, or all")
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"--family {text!r} must name each family once, e.g. simt,tf32x3")
+    if space and len(names) > 1:
+        raise ValueError(f"--space holds one family's space; give one --family with it, not {text!r}")
+    return names
 
 
 def _devices(text: str) -> list[int]:
@@ -80,25 +123,32 @@ def _devices(text: str) -> list[int]:
 
 
 def _store(result, plan, fp: dict, results, seconds: float) -> dict:
-    """Record the winner in the results store and return what the closing report shows."""
+    """Record the winner in the results store and return what the closing report shows.
+
+    ``entry`` names what the store holds for the winner's key afterwards: the winner, or an
+    earlier faster one (of this family or, for fp32, of the other fp32-accurate family).
+    """
     import optuna
 
     from ..render import render
     from ..store import Entry, record
     from ..studies import open_storage, summary
 
-    m = result.measurement
-    record(fp, [Entry.new(plan.shape.key, result.config, m.tflops, m.cublas_tflops, result.counts.measured,
-                          source_hash=render(result.config).digest)], results)
+    m, config = result.measurement, result.config
+    new = Entry.new(plan.shape.key, config, m.tflops, m.cublas_tflops, result.counts.measured,
+                    source_hash=render(config).digest)
+    kept = record(fp, [new], results).entries[new.key]
     study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
     c = result.counts
-    return {"study": plan.study, "shape": plan.shape.key, "winner": result.config.name, "tflops": m.tflops,
-            "cublas_tflops": m.cublas_tflops, "ratio": m.ratio, "stopped": result.stopped, "seconds": seconds,
+    return {"study": plan.study, "shape": plan.shape.key, "family": config.family, "precision": config.precision,
+            "key": new.key, "winner": config.name, "tflops": m.tflops, "cublas_tflops": m.cublas_tflops,
+            "ratio": m.ratio, "stopped": result.stopped, "seconds": seconds,
             "counts": {"measured": c.measured, "failed": c.failed, "invalid": c.invalid, "duplicates": c.duplicates},
-            "config": result.config.to_dict(), "top": summary(study, 5)}
+            "config": config.to_dict(), "top": summary(study, 5),
+            "entry": {"name": kept.name, "family": kept.kernel_config.family, "tflops": kept.tflops}}
 
 
-def _report(winners: list[dict], plan, as_json: bool) -> None:
+def _report(winners: list[dict], as_json: bool) -> None:
     if as_json:
         json.dump(winners, sys.stdout, indent=1)
         print()
@@ -107,6 +157,11 @@ def _report(winners: list[dict], plan, as_json: bool) -> None:
         print(f"\n{w['study']}: winner {w['winner']}\n  {w['tflops']:.2f} TFLOP/s, cuBLAS {w['cublas_tflops']:.2f} "
               f"({100 * w['ratio']:.1f}%), re-timed; {w['counts']['measured']} trials in {w['seconds']:.0f} s "
               f"({w['stopped']}), failures {w['counts']['failed'] or 'none'}, {w['counts']['invalid']} invalid draws")
+        e = w["entry"]
+        if e["name"] == w["winner"]:
+            print(f"  stored as {w['key']} ({w['precision']})")
+        else:
+            print(f"  not stored: {w['key']} keeps the faster {e['family']} kernel {e['name']} ({e['tflops']:.2f} TFLOP/s)")
         print("  top 5 during the search:")
         for r in w["top"]:
             print(f"   {r['rank']}. {r['tflops']:6.2f} TFLOP/s {r['pct_cublas']:5.1f}%  {r['name']} {r['preset']}")
@@ -144,6 +199,6 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 COMMAND = Command("search", "tune kernels for this GPU with Optuna and store the winners", configure, run,
-                  description=__doc__.split("\n\n")[1], epilog=EPILOG)
+                  description="\n\n".join(__doc__.split("\n\n")[1:]), epilog=EPILOG)
 REPORT = Command("report", "plot a search's optimization history and parameter importances",
                  configure_report, run_report, epilog="example:\n  gemmgen report --study h100-4096x4096x4096-NN --out report/")
