@@ -1,4 +1,4 @@
-"""gemmgen.matmul on random shapes, layouts, alpha/beta, PyTorch tensors and streams."""
+"""gemmgen.matmul on random shapes, layouts, alpha/beta, precisions, PyTorch tensors and streams."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +6,7 @@ import pytest
 
 import gemmgen
 from gemmgen.gate import rel_error
+from gemmgen.presets import names
 
 pytestmark = pytest.mark.gpu
 
@@ -34,6 +35,44 @@ def test_fuzz_500_shapes_layouts_alpha_beta():
         assert err <= 1e-5, f"case {i}: {M}x{N}x{K} layout {'NT'[ta]}{'NT'[tb]} alpha={alpha} beta={beta}: {err}"
         worst = max(worst, err)
     print(f"worst relative error over 500 cases: {worst:.3g}")
+
+
+@pytest.mark.parametrize("precision,dtype,bound", [
+    ("tf32", "float32", 2e-3),     # TF32 products: ~3e-4
+    ("f16", "float16", 1e-5),      # exact products of the halves, fp32 accumulation
+    ("bf16", "bfloat16", 1e-5),
+])
+def test_fuzz_60_shapes_per_precision(precision, dtype, bound):
+    import cupy as cp
+
+    if dtype != "float32" and "wmma" not in names():
+        pytest.skip("no wmma preset in gemmgen.presets yet")
+    torch = pytest.importorskip("torch") if dtype == "bfloat16" else None   # CuPy has no bfloat16 of its own
+    rng = np.random.default_rng(7)
+    for i in range(60):
+        M, N, K = (int(x) for x in np.exp(rng.uniform(0, np.log(3000), 3)).round().clip(1, 3000))
+        ta, tb = rng.integers(0, 2, 2)
+        alpha, beta = float(rng.uniform(-2, 2)), float(rng.choice([0.0, rng.uniform(-2, 2)]))
+        A, B = _operand(cp, rng, M, K, ta), _operand(cp, rng, K, N, tb)
+        if dtype == "float16":
+            A, B = A.astype(cp.float16), B.astype(cp.float16)   # astype keeps the layout (order 'K')
+        elif dtype == "bfloat16":
+            A, B = (torch.as_tensor(x, device="cuda").to(torch.bfloat16) for x in (A, B))
+        C0 = cp.asarray(rng.uniform(-1, 1, (M, N)).astype(np.float32)) if beta else cp.full((M, N), cp.nan, cp.float32)
+        a64, b64 = (cp.asarray(x.double()) if torch is not None else x.astype(cp.float64) for x in (A, B))
+        ref = alpha * (a64 @ b64) + (beta * C0.astype(cp.float64) if beta else 0)
+        out = gemmgen.matmul(A, B, out=C0.copy(), alpha=alpha, beta=beta, precision=precision)
+        err = rel_error(out, ref)
+        assert err <= bound, f"case {i}: {M}x{N}x{K} {'NT'[ta]}{'NT'[tb]} {precision} alpha={alpha} beta={beta}: {err}"
+
+
+def test_kernel_for_serves_each_precision_with_its_class():
+    lib = gemmgen.load()
+    assert lib.kernel_for(1024, 1024, 1024, "NN").config.precision == "fp32"
+    assert lib.kernel_for(1024, 1024, 1024, "NN", precision="tf32").config.precision == "tf32"
+    if "wmma" in names():
+        half = lib.kernel_for(1024, 1024, 1024, "TN", precision="bf16").config
+        assert (half.dtype, half.layout) == ("bf16", "TN")
 
 
 def test_torch_in_and_out_without_copies():
@@ -80,7 +119,7 @@ def test_bad_out_is_named():
     A, B = cp.ones((4, 3), cp.float32), cp.ones((3, 2), cp.float32)
     with pytest.raises(ValueError, match="shape"):
         gemmgen.matmul(A, B, out=cp.empty((2, 4), cp.float32))
-    with pytest.raises(TypeError, match="float64"):
+    with pytest.raises(TypeError, match="float64; C is always float32"):
         gemmgen.matmul(A, B, out=cp.empty((4, 2), cp.float64))
     buf = cp.ones((4, 4), cp.float32)
     with pytest.raises(ValueError, match="overlaps A"):

@@ -54,3 +54,10 @@ def test_timing_is_repeatable_at_4096(worker):
     a, b = worker.call("retime", [GOOD, GOOD], Shape(4096, 4096, 4096), rep_ms=300)
     assert abs(a.ms - b.ms) / min(a.ms, b.ms) < 0.01, (a.ms, b.ms)
     assert a.cublas_ms > 0 and a.clock_mhz[0] >= 0
+
+
+def test_measurement_records_the_gate_and_the_cublas_mode(worker):
+    m = worker.call("measure", GOOD, SMALL, rep_ms=20)
+    e = m.extra
+    assert e["baseline"] == "fp32" and m.rel_error == e["err_fp64"] <= e["bound"] <= 1e-5
+    assert 0 < e["cublas_err_fp64"] < 2e-6 and e["err_cublas"] < 1e-5   # 512^3: SGEMM errs ~5e-7
