@@ -57,3 +57,29 @@ def test_search_with_planted_failures_then_resume(tmp_path):
                        retime=GpuRetime(0, rep_ms=50))
     assert again.counts.measured >= 60 and again.study == result.study
     assert before < len(study.trials)   # the same study went on
+
+
+def test_tf32x3_search_stores_a_winner_that_passes_the_gate(tmp_path, capsys):
+    """`gemmgen search --family tf32x3`, 6 trials on 1024^3: the winner is stored under the plain fp32
+    key with its family and precision, and passes the fp32 gate again on fresh inputs."""
+    import json
+
+    from gemmgen.cli import main
+    from gemmgen.gate import gate_bound
+    from gemmgen.store import load_file
+
+    results = tmp_path / "results"
+    code = main(["search", "--family", "tf32x3", "--shape", "1024x1024x1024", "--trials", "6",
+                 "--results", str(results), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    (w,) = json.loads(out)
+    assert (w["family"], w["precision"], w["key"]) == ("tf32x3", "fp32", "1024x1024x1024/NN"), w
+    assert "-tf32x3-1024x1024x1024-NN" in w["study"] and w["counts"]["measured"] >= 6, w
+    assert w["tflops"] > 0 and w["entry"]["name"] == w["winner"], w
+    (path,) = results.glob("*.json")
+    entry = load_file(path).entries["1024x1024x1024/NN"]
+    cfg = entry.kernel_config
+    assert entry.precision == "fp32" and cfg.family == "tf32x3" and entry.name == w["winner"] == cfg.name
+    errors = worker_for(0).call("check", cfg, SHAPE, seed=3)
+    assert max(errors.values()) <= gate_bound(cfg) == 1e-5, errors
