@@ -97,13 +97,9 @@ class Session:
 
     def _cublas_run(self, shape: Shape, seed: int, mode: str):
         """cuBLAS in one mode on the problem of its input type, writing a scratch C (beta = 0)."""
-        import cupy
-
         from .problem import MODE_DTYPE
 
-        prob = self.problem(shape, seed, 0, MODE_DTYPE[mode])
-        out = cupy.empty((shape.M, shape.N), dtype=cupy.float32)
-        return lambda: prob.cublas(out=out, mode=mode)
+        return self.problem(shape, seed, 0, MODE_DTYPE[mode]).cublas_call(mode=mode)[1]
 
     def _record(self, k: LoadedKernel, shape: Shape, t: Timing, ref: Timing, errors: dict,
                 clocks: tuple[int, int]) -> Measurement:

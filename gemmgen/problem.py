@@ -103,6 +103,13 @@ class Problem:
 
         ``out`` is an fp32 (M, N) array with contiguous rows (new if None; it holds C when beta != 0).
         """
+        out, call = self.cublas_call(out, mode, alpha, beta)
+        call()
+        return out
+
+    def cublas_call(self, out=None, mode: str | None = None, alpha: float = 1.0, beta: float = 0.0):
+        """(out, a function that runs :meth:`cublas` into it): the arguments are checked and bound
+        once, so a timed loop pays only for the cuBLAS call itself."""
         import cupy
 
         mode = mode or self.default_mode()
@@ -113,8 +120,7 @@ class Problem:
         out = cupy.empty((s.M, s.N), dtype=cupy.float32) if out is None else out
         if out.dtype != cupy.float32 or out.shape != (s.M, s.N) or out.strides[1] != 4:
             raise ValueError(f"out must be a float32 {s.M}x{s.N} array with contiguous rows")
-        cublas_gemm(mode, s, self.a_store, self.b_store, out, alpha, beta)
-        return out
+        return out, cublas_call(mode, s, self.a_store, self.b_store, out, alpha, beta)
 
     def reference64(self, alpha: float, beta: float, c0):
         """alpha*A@B + beta*C0 in float64, from the stored values of A and B."""
@@ -127,8 +133,9 @@ class Problem:
         return ref
 
 
-def cublas_gemm(mode: str, shape: Shape, a_store, b_store, out, alpha: float = 1.0, beta: float = 0.0) -> None:
-    """out = alpha * op(A) @ op(B) + beta * out with the low-level cuBLAS API, on the current stream.
+def cublas_call(mode: str, shape: Shape, a_store, b_store, out, alpha: float = 1.0, beta: float = 0.0):
+    """A function that runs out = alpha * op(A) @ op(B) + beta * out with the low-level cuBLAS API,
+    on the current stream at each call.
 
     ``a_store``/``b_store`` are the stored 2-D arrays of A and B in gemmgen's layout (see KernelConfig):
     their row length is the leading dimension. cuBLAS is column-major, and a row-major array is its
@@ -141,15 +148,18 @@ def cublas_gemm(mode: str, shape: Shape, a_store, b_store, out, alpha: float = 1
 
     op = {"N": cublas.CUBLAS_OP_N, "T": cublas.CUBLAS_OP_T}
     handle = device.get_cublas_handle()
-    # host scalars: the handle is in CUBLAS_POINTER_MODE_HOST (CuPy's default), read during the call
-    alpha_h, beta_h = np.array(alpha, np.float32), np.array(beta, np.float32)
+    # host scalars, read during each call (CuPy's handles are in CUBLAS_POINTER_MODE_HOST)
+    scalars = np.array([alpha, beta], np.float32)
+    keep = (scalars, a_store, b_store, out)   # the closure holds what its raw pointers point into
+    alpha_p, beta_p = scalars.ctypes.data, scalars.ctypes.data + 4
     lay, ldc = shape.layout, out.strides[0] // 4
-    args = (handle, op[lay[1]], op[lay[0]], shape.N, shape.M, shape.K, alpha_h.ctypes.data)
+    head = (handle, op[lay[1]], op[lay[0]], shape.N, shape.M, shape.K, alpha_p)
     if mode == "fp32":   # cublasSgemm: with the default math mode (CuPy's), strict fp32 without TF32
-        cublas.sgemm(*args, b_store.data.ptr, b_store.shape[1], a_store.data.ptr, a_store.shape[1],
-                     beta_h.ctypes.data, out.data.ptr, ldc)
-        return
+        args = (*head, b_store.data.ptr, b_store.shape[1], a_store.data.ptr, a_store.shape[1], beta_p,
+                out.data.ptr, ldc)
+        return lambda keep=keep: cublas.sgemm(*args)
     kind = {"tf32": runtime.CUDA_R_32F, "f16": runtime.CUDA_R_16F, "bf16": runtime.CUDA_R_16BF}[mode]
     compute = cublas.CUBLAS_COMPUTE_32F_FAST_TF32 if mode == "tf32" else cublas.CUBLAS_COMPUTE_32F
-    cublas.gemmEx(*args, b_store.data.ptr, kind, b_store.shape[1], a_store.data.ptr, kind, a_store.shape[1],
-                  beta_h.ctypes.data, out.data.ptr, runtime.CUDA_R_32F, ldc, compute, cublas.CUBLAS_GEMM_DEFAULT)
+    args = (*head, b_store.data.ptr, kind, b_store.shape[1], a_store.data.ptr, kind, a_store.shape[1], beta_p,
+            out.data.ptr, runtime.CUDA_R_32F, ldc, compute, cublas.CUBLAS_GEMM_DEFAULT)
+    return lambda keep=keep: cublas.gemmEx(*args)
