@@ -185,3 +185,12 @@ def test_search_resumes_each_family_in_its_own_study(fake_cli, capsys):
     search(capsys, fake_cli, "--family", "tf32x3", "--trials", "3")
     (again,), _ = search(capsys, fake_cli, "--family", "tf32x3", "--trials", "5")
     assert again["study"] == "h100-tf32x3-512x512x512-NN" and again["counts"]["measured"] == 5
+
+
+@pytest.mark.parametrize("module", ["gemmgen.cli.search", "gemmgen.tuner", "gemmgen.studies"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

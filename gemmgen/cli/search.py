@@ -90,7 +90,7 @@ def parse_families(text: str | None, space: str | None = None) -> list[str | Non
 
     >>> parse_families("tf32x3,simt"), parse_families(None), parse_families("all")[:3]
     (['tf32x3', 'simt'], ['simt'], ['simt', 'tf32', 'tf32x3'])
-    >>> parse_families("wmma")
+    >>> parse_families("wmma")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ValueError: --family 'wmma': unknown family wmma; valid: simt, tf32, tf32x3..., a comma-separated list of them, or all
     """
