@@ -14,7 +14,7 @@ from gemmgen.presets import names, preset
 
 def test_bound_is_one_and_a_half_cublas_error():
     assert allowed("fp32", 2e-6) == pytest.approx(3e-6)
-    assert allowed("tf32", 2.6e-4) == pytest.approx(3.9e-4)
+    assert allowed("tf32", 4e-4) == pytest.approx(6e-4)
     assert allowed("f16", 4e-6) == pytest.approx(6e-6)
 
 
@@ -32,7 +32,9 @@ def test_a_broken_reference_cannot_open_the_gate(mode):
 def test_floors_sit_between_unit_roundoff_and_ceiling():
     assert 2.0 ** -24 < FLOOR["fp32"] < CEILING["fp32"]       # above one fp32 rounding, under 1e-5
     assert 2.0 ** -24 < FLOOR["f16"] == FLOOR["bf16"] < CEILING["f16"]
-    assert FLOOR["tf32"] < 2.6e-4 < CEILING["tf32"]              # TF32 is held to cuBLAS TF32's error
+    # cuBLAS "TF32" runs fp32 kernels at M or N = 1, K = 1 and small shapes (error ~1e-7), while TF32
+    # operands alone err ~2.6e-4: the floor sits just above that, one TF32 unit roundoff
+    assert 2.6e-4 < FLOOR["tf32"] == 2.0 ** -11 < 1.5 * 2.6e-3 < CEILING["tf32"]
 
 
 def test_unknown_class_is_named():
