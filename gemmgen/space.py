@@ -4,7 +4,8 @@ A space lists parameters in drawing order. Each is a set of cases (``when`` an e
 earlier parameters holds) of one kind: ``choices``, ``range``, ``pow2``, ``value`` or ``derive``.
 Drawing is define-by-run: the trial (an Optuna trial, or anything with ``suggest_categorical`` and
 ``suggest_int``) is asked only for the parameters the earlier ones make meaningful, and structural
-parameters are derived (WMITER fills the warp) so most draws pass the rules.
+parameters are derived (WMITER fills the warp) so most draws pass the rules. Expressions may also
+name the target GPU's shared memory (DEVICE_NAMES), so a space draws only what fits.
 
 >>> space = load_space("simt", "sm_90")
 >>> configs = sample_valid(3, "sm_90", seed=1)
