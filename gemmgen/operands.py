@@ -21,6 +21,10 @@ def operand(x: Any, what: str) -> tuple[Any, str]:
 
     TypeError names ``what`` for host arrays, non-arrays and other dtypes.
     """
+    import cupy
+
+    if isinstance(x, cupy.ndarray):   # the common case first: matmul's host overhead is per call
+        return x, element_type(x, what)
     bf16 = _torch_bfloat16(x)
     a = as_cupy(bf16 if bf16 is not None else x, what)
     return a, ("bf16" if bf16 is not None else element_type(a, what))
