@@ -16,11 +16,15 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-FAMILIES = ("naive", "simt", "tf32", "tf32x3")
+FAMILIES = ("naive", "simt", "tf32", "tf32x3", "wmma")
 TENSOR_CORE = ("tf32", "tf32x3")   # mma.sync m16n8k8 families; tf32x3 is fp32-accurate (3xTF32)
+HALF = ("wmma",)                   # fp16/bf16 inputs on the tensor cores (nvcuda::wmma 16x16x16, seed 004)
 # What each family computes: the accuracy class the correctness gate holds it to (gemmgen.gate.gate_bound).
+# The half family's class is its dtype ("f16" or "bf16"): see KernelConfig.precision.
 PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32"}
 DTYPES = ("f32", "f16", "bf16")   # element type of A and B; C is always fp32
+HALF_DTYPES = ("f16", "bf16")
+EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
 MMA_KINDS = ("sync", "wgmma")     # tensor-core instruction: mma.sync (sm_80+) or wgmma.mma_async (sm_90a)
 LAYOUTS = ("NN", "NT", "TN", "TT")
 BOUNDS = ("checked", "none")
@@ -34,7 +38,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """Every template parameter of one SGEMM kernel (C = alpha*op(A)@op(B) + beta*C, fp32).
+    """Every template parameter of one GEMM kernel (C = alpha*op(A)@op(B) + beta*C, C in fp32; A and B
+    of ``dtype``: fp32, or fp16/bf16 for the half family ``wmma``).
 
     Layout letters follow BLAS: ``layout[0]`` is A, ``layout[1]`` is B; ``N`` means the operand is
     stored row-major as written (A is MxK with lda >= K, B is KxN with ldb >= N), ``T`` means it is
@@ -42,7 +47,7 @@ class KernelConfig:
     C is always row-major MxN with ldc >= N.
     """
 
-    family: str = "simt"          # naive (v0/v1), simt (shared-memory tiled), tf32/tf32x3 (tensor cores)
+    family: str = "simt"          # naive (v0/v1), simt (shared-memory tiled), tf32/tf32x3/wmma (tensor cores)
     layout: str = "NN"            # storage of A and B, see the class docstring
     BM: int = 128                 # block tile rows of C
     BN: int = 128                 # block tile columns of C
@@ -53,10 +58,10 @@ class KernelConfig:
     WNITER: int = 1               # warp sub-tiles along N
     TM: int = 8                   # thread tile rows per warp sub-tile
     TN: int = 8                   # thread tile columns per warp sub-tile
-    vec: int = 4                  # width of global loads, in floats (1, 2, 4)
+    vec: int = 4                  # width of global loads, in elements (floats 1, 2, 4; halves 1..8)
     a_kmajor: bool = True         # store A transposed ([BK][BM]) so fragments are contiguous
-    pad_a: int = 0                # floats appended to each shared row of A
-    pad_b: int = 0                # floats appended to each shared row of B
+    pad_a: int = 0                # elements appended to each shared row of A
+    pad_b: int = 0                # elements appended to each shared row of B
     swz_a: int = 1                # XOR swizzle period of A's 16-byte chunks (1 = off)
     swz_b: int = 1                # XOR swizzle period of B's 16-byte chunks (1 = off)
     raster: int = 1               # thread-block swizzle: tile rows walked together (1 = off)
@@ -80,7 +85,7 @@ class KernelConfig:
         lay = self.layout.lower()
         if self.family == "naive":
             return "_".join([f"gg_naive_{lay}_{self.BM}x{self.BN}_{'c' if self.coalesced else 'u'}", *self._type_suffix()])
-        if self.tensor_core:
+        if self.tensor_core or self.family in HALF:
             return self._tc_name()
         parts = [
             f"gg_simt_{lay}",
@@ -105,8 +110,8 @@ class KernelConfig:
         return ([self.dtype] if self.dtype != "f32" else []) + (["wg"] if self.mma != "sync" else [])
 
     def _tc_name(self) -> str:
-        """Tensor-core families: the warp tile is made of m16n8k8 tiles, so there are no thread tiles,
-        and shared memory follows the global layout (no a_kmajor); cp.async is always on."""
+        """Tensor-core families: the warp tile is made of mma (or wmma) tiles, so there are no thread
+        tiles, and shared memory follows the global layout (no a_kmajor)."""
         parts = [
             f"gg_{self.family}_{self.layout.lower()}",
             f"b{self.BM}x{self.BN}x{self.BK}",
@@ -147,7 +152,8 @@ class KernelConfig:
         """Threads per block."""
         if self.family == "naive":
             return self.BM * self.BN
-        return (self.BM // self.WM) * (self.BN // self.WN) * 32
+        # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
+        return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
 
     @property
     def tensor_core(self) -> bool:
@@ -156,23 +162,37 @@ class KernelConfig:
 
     @property
     def precision(self) -> str:
-        """The accuracy class of the result: fp32, or tf32 (10-bit mantissa products)."""
+        """The accuracy class of the result: fp32, tf32 (10-bit mantissa products), or for the half
+        family its input type, f16 or bf16 (exact products, fp32 accumulation)."""
+        if self.family in HALF:
+            return self.dtype
         return PRECISION.get(self.family, "fp32")
+
+    @property
+    def elem_bytes(self) -> int:
+        """Bytes of one element of A and B (2 for f16/bf16, 4 for f32)."""
+        return 2 if self.dtype in HALF_DTYPES else 4
+
+    @property
+    def global_layout_smem(self) -> bool:
+        """Shared tiles keep the global layout (tensor-core and half families), so every cp.async
+        moves 16 contiguous bytes; simt may transpose A (a_kmajor)."""
+        return self.tensor_core or self.family in HALF
 
     @property
     def a_smem_kmajor(self) -> bool:
         """A is stored [BK][BM] in shared memory. Tensor-core families keep the global layout, so
         every cp.async moves 16 contiguous bytes (T: A is column-major, m contiguous)."""
-        return self.layout[0] == "T" if self.tensor_core else self.a_kmajor
+        return self.layout[0] == "T" if self.global_layout_smem else self.a_kmajor
 
     @property
     def b_smem_kmajor(self) -> bool:
         """B is stored [BK][BN] in shared memory (simt: always; tensor cores: when B is row-major)."""
-        return self.layout[1] == "N" if self.tensor_core else True
+        return self.layout[1] == "N" if self.global_layout_smem else True
 
     @property
     def a_tile_shape(self) -> tuple[int, int]:
-        """Shared-memory array of A for one stage: (rows, row length in floats incl. padding)."""
+        """Shared-memory array of A for one stage: (rows, row length in elements incl. padding)."""
         return (self.BK, self.BM + self.pad_a) if self.a_smem_kmajor else (self.BM, self.BK + self.pad_a)
 
     @property
@@ -186,21 +206,37 @@ class KernelConfig:
         if self.family == "naive":
             return 0
         (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
-        return 4 * (ra * ca + rb * cb)
+        return self.elem_bytes * (ra * ca + rb * cb)
 
     @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory per block, all stages."""
-        return self.smem_per_stage * self.stages
+        """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
+        one 16x16 fp32 tile per warp, so it is at least that."""
+        pipeline = self.smem_per_stage * self.stages
+        if self.mma == "wgmma" and self.family == "tf32x3":
+            return pipeline + 4 * self.BM * self.BK   # the small parts of the A tile in use
+        if self.family in HALF:
+            return max(pipeline, (self.threads // 32) * 16 * EPILOGUE_LD * 4)
+        return pipeline
 
     @property
     def accumulators(self) -> int:
         """fp32 accumulators each thread holds."""
         if self.family == "naive":
             return 1
-        if self.tensor_core:
-            return self.WM * self.WN // 32   # m16n8 tiles of 4 per thread
+        if self.mma == "wgmma":
+            return self.WM * self.WN // 128   # a warpgroup's 64 x BM tile over 128 threads
+        if self.tensor_core or self.family in HALF:
+            return self.WM * self.WN // 32   # m16n8 tiles of 4 (16x16 wmma tiles of 8) per thread
         return self.WMITER * self.TM * self.WNITER * self.TN
+
+    def target_arch(self, arch: str) -> str:
+        """The architecture to compile for on a GPU of ``arch``: wgmma needs the arch-specific sm_90a.
+
+        >>> KernelConfig(mma="wgmma").target_arch("sm_90"), KernelConfig().target_arch("sm_90")
+        ('sm_90a', 'sm_90')
+        """
+        return f"{arch}a" if self.mma == "wgmma" and arch == "sm_90" else arch
 
     def tiles(self, M: int, N: int) -> tuple[int, int]:
         """Number of block tiles along M and N."""
@@ -220,8 +256,9 @@ class KernelConfig:
         return (self.threads, 1, 1)
 
     def arithmetic_intensity(self) -> float:
-        """Seed 001's block-tile intensity BM*BN / (2*(BM+BN)) in FLOP per byte of global traffic."""
-        return self.BM * self.BN / (2.0 * (self.BM + self.BN))
+        """Seed 001's block-tile intensity in FLOP per byte of global traffic: 2*BM*BN*BK FLOP per
+        (BM+BN)*BK elements, i.e. BM*BN / (2*(BM+BN)) for fp32 and BM*BN / (BM+BN) for halves."""
+        return 2.0 * self.BM * self.BN / (self.elem_bytes * (self.BM + self.BN))
 
     def k_per_slice(self, K: int) -> int:
         """Depth of K each split-K slice covers (a multiple of BK)."""
@@ -250,9 +287,10 @@ class KernelConfig:
             return f"fast path needs M % {self.BM} == 0 and N % {self.BN} == 0, got M={M}, N={N}"
         if K % (self.BK * self.split_k):
             return f"fast path needs K % {self.BK * self.split_k} == 0 (BK*split_k), got K={K}"
-        for name, ld in (("lda", lda), ("ldb", ldb), ("ldc", ldc)):
-            if ld % 4:  # 16-byte rows: vector loads of A and B, float4 stores of C
-                return f"fast path needs {name} % 4 == 0 (16-byte rows), got {name}={ld}"
+        align = 16 // self.elem_bytes   # elements per 16 bytes: vector loads of A and B
+        for name, ld, per in (("lda", lda, align), ("ldb", ldb, align), ("ldc", ldc, 4)):
+            if ld % per:  # 16-byte rows: vector loads of A and B, float4 stores of C
+                return f"fast path needs {name} % {per} == 0 (16-byte rows), got {name}={ld}"
         return None
 
 

@@ -56,6 +56,22 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32x3": (_TC, "3xTF32: each operand split into big + small TF32 parts, three mma.sync per tile, fp32 accuracy"),
 }
 
+# The half family (fp16/bf16 A and B, fp32 accumulation and C), 16x16x16 wmma tiles. `wmma` is seed
+# 004's kernel: 128x128x32 block tiles, 16 warps of 32x32, one shared-memory buffer, with 16-byte loads
+# and rows padded by 8 halves (16 bytes) so the ldmatrix phases of a fragment load hit 8 bank groups.
+# `wmma-db` adds a cp.async double buffer. `wmma-fast` is the classic Ampere tensor-core design:
+# 128x256 tiles of 8 warps of 64x64 (4 loads of A and 4 of B feed 16 mma tiles per k16 step), 3
+# cp.async stages (81 KB, so it fits 99 KB GPUs too; try stages=4 on an H100), thread-block raster 8.
+_WMMA = KernelConfig(family="wmma", dtype="f16", BM=128, BN=128, BK=32, WM=32, WN=32, vec=8, pad_a=8, pad_b=8)
+_WMMA_FAST = _WMMA.replace(BN=256, WM=64, WN=64, stages=3, async_copy=True, raster=8)
+_HALF_PRESETS: dict[str, tuple[KernelConfig, str]] = {
+    "wmma": (_WMMA, "WMMA fp16 (seed 004): 16x16x16 tensor-core tiles, fp32 accumulation, 16 warps of 32x32"),
+    "wmma-db": (_WMMA.replace(stages=2, async_copy=True),
+                "WMMA fp16 with a cp.async double buffer: the next tile lands while this one is used"),
+    "wmma-fast": (_WMMA_FAST, "WMMA fp16, 128x256 tiles of 8 warps of 64x64, 3 cp.async stages, raster 8"),
+    "wmma-bf16": (_WMMA_FAST.replace(dtype="bf16"), "WMMA bf16: wmma-fast on bfloat16 inputs (fp32's range, 8-bit mantissa)"),
+}
+
 V13_DOC = "autotuned: the best stored config for this GPU, else the best built-in one for its architecture"
 
 
@@ -65,8 +81,8 @@ class UnknownPreset(KeyError):
 
 
 def names() -> list[str]:
-    """Preset names in progression order, then the tensor-core presets."""
-    return [*_PRESETS, "v13", *_TENSOR_CORE_PRESETS]
+    """Preset names in progression order, then the tensor-core presets, then the half family's."""
+    return [*_PRESETS, "v13", *_TENSOR_CORE_PRESETS, *_HALF_PRESETS]
 
 
 def describe(name: str) -> str:
@@ -86,11 +102,11 @@ def preset(name: str, arch: str = "sm_90", tuned: KernelConfig | None = None) ->
 
 def _lookup(name: str) -> tuple[KernelConfig, str]:
     try:
-        return _PRESETS[name] if name in _PRESETS else _TENSOR_CORE_PRESETS[name]
+        return {**_PRESETS, **_TENSOR_CORE_PRESETS, **_HALF_PRESETS}[name]
     except KeyError:
         raise UnknownPreset(f"unknown preset {name!r}; valid: {', '.join(names())}") from None
 
 
 def all_presets(arch: str = "sm_90") -> list[KernelConfig]:
-    """Every preset (v0..v13, tf32, tf32x3) for an architecture."""
+    """Every preset (v0..v13, the tensor-core and the half presets) for an architecture."""
     return [preset(n, arch) for n in names()]

@@ -19,12 +19,13 @@ from types import SimpleNamespace
 import jinja2
 
 from . import smem
-from .config import KernelConfig
+from .config import EPILOGUE_LD, HALF, KernelConfig
 from .paths import data_dir
 from .rules import DeviceLike, validate
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
-TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2"}
+TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
+             "wmma": "wmma.cu.j2"}
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,28 @@ def _facts(c: KernelConfig, command: str) -> SimpleNamespace:
         facts.a_off, facts.b_off = smem.offset(c, "A"), smem.offset(c, "B")
         facts.a_ldmatrix, facts.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
         facts.c_vec = not (c.split_k > 1 and c.reduce == "atomic")   # float2 stores of C
+    elif c.family in HALF:
+        _half_facts(c, facts)
     return facts
+
+
+_VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load
+
+
+def _half_facts(c: KernelConfig, facts: SimpleNamespace) -> None:
+    """What the wmma template needs beyond the shared facts: element and vector types, fragment
+    layouts (row: the contiguous side is k for A, n for B) and the PTX type suffix of the product."""
+    facts.a, facts.b = operand(c, "A"), operand(c, "B")
+    facts.a_off, facts.b_off = smem.offset(c, "A"), smem.offset(c, "B")
+    facts.elem = f"{c.dtype}_bits"
+    facts.dtype_words = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}.get(c.dtype, c.dtype)
+    facts.vec_type = _VEC_TYPES.get(c.vec, "uint4")
+    facts.a_lay = "col" if c.a_smem_kmajor else "row"
+    facts.b_lay = "row" if c.b_smem_kmajor else "col"
+    facts.frag_regs = 8 if c.dtype == "f16" else 4        # PTX's fragment of 16x16 f16 (sm_70 layout) / bf16
+    facts.mma_types = "f32.f32" if c.dtype == "f16" else f"f32.{c.dtype}.{c.dtype}.f32"
+    facts.epi_ld = EPILOGUE_LD
+    facts.c_vec = not (c.split_k > 1 and c.reduce == "atomic")   # float4 stores of C
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from .config import BOUNDS, FAMILIES, FRAGMENT_LOADS, LAYOUTS, REDUCTIONS, TENSOR_CORE, KernelConfig
+from .config import BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, HALF, LAYOUTS, REDUCTIONS, TENSOR_CORE, KernelConfig
 from .devices import DeviceSpec, for_arch
 
 DeviceLike = Union[DeviceSpec, str]
@@ -73,6 +73,19 @@ def _positive(c, d):
     return f"{', '.join(bad)} must be at least 1" if bad else None
 
 
+@rule("DTYPE")
+def _dtype(c, d):
+    bad = _choice(c.dtype, DTYPES)
+    if bad:
+        return bad
+    if c.family in HALF and c.dtype == "f32":
+        return f"the {c.family} family multiplies fp16 or bf16 inputs; set dtype to f16 or bf16"
+    if c.family not in HALF and c.dtype != "f32":
+        return (f"the {c.family} family reads fp32 A and B; dtype = {c.dtype!r} needs the half family "
+                f"({', '.join(HALF)})")
+    return None
+
+
 @rule("THREADS")
 def _threads(c, d):
     t = c.threads if min(c.BM, c.BN, c.WM, c.WN) > 0 else 0
@@ -89,7 +102,8 @@ def _naive_defaults(c, d):
     return f"the naive family has no parameter {', '.join(diff)}; leave it at its default" if diff else None
 
 
-# ---- simt family (rules named by _tiled also hold for the tensor-core families) --------------
+# ---- simt family (rules named by _tiled also hold for the tensor-core families, _staged for the
+# half family too: its element sizes differ, so it has its own VECTOR and PADDING rules) -------
 def _simt(*names):
     return rule(names[0], "simt")
 
@@ -98,7 +112,11 @@ def _tiled(name):
     return rule(name, "simt", *TENSOR_CORE)
 
 
-@_tiled("WARP_TILE")
+def _staged(name):
+    return rule(name, "simt", *TENSOR_CORE, *HALF)
+
+
+@_staged("WARP_TILE")
 def _warp_tile(c, d):
     if c.BM % c.WM or c.BN % c.WN:
         return f"block tile {c.BM}x{c.BN} is not a whole number of {c.WM}x{c.WN} warp tiles"
@@ -128,7 +146,7 @@ def _vector(c, d):
     return _choice(c.vec, (1, 2, 4))
 
 
-@_tiled("VECTORIZE")
+@_staged("VECTORIZE")
 def _vectorize(c, d):
     if c.threads < 32:   # THREADS names it; a warp tile larger than the block gives 0 threads
         return None
@@ -192,7 +210,7 @@ def _async_arch(c, d):
     return None
 
 
-@_tiled("SHARED_MEMORY")
+@_staged("SHARED_MEMORY")
 def _smem(c, d):
     if c.smem_bytes > d.smem_per_block_optin:
         return (f"{c.smem_bytes} bytes of shared memory ({c.stages} stages x {c.smem_per_stage}); "
@@ -228,7 +246,7 @@ def _fragments(c, d):
     return None
 
 
-@_tiled("SPLIT_K")
+@_staged("SPLIT_K")
 def _split_k(c, d):
     if c.split_k > 64:
         return f"split_k = {c.split_k}; at most 64"
@@ -241,12 +259,12 @@ def _simt_defaults(c, d):
     return None if c.coalesced else "coalesced = false applies to the naive family only; leave it true"
 
 
-@_tiled("BOUNDS")
+@_staged("BOUNDS")
 def _bounds(c, d):
     return _choice(c.bounds, BOUNDS)
 
 
-@_tiled("OCCUPANCY")
+@_staged("OCCUPANCY")
 def _occupancy(c, d):
     if c.min_blocks > 1 and c.min_blocks * c.smem_bytes > d.smem_per_sm:
         return (f"min_blocks = {c.min_blocks} blocks x {c.smem_bytes} bytes of shared memory exceed the "
@@ -296,3 +314,4 @@ def rule_names() -> list[str]:
 
 
 from . import rules_tc  # noqa: E402,F401  (registers the tensor-core families' rules)
+from . import rules_wmma  # noqa: E402,F401  (registers the half family's rules)

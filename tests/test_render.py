@@ -87,6 +87,9 @@ GOLDEN_CASES = {
     "v10_tt_workspace_fast": (preset("v10").replace(layout="TT", split_k=2, reduce="workspace",
                                                     bounds="none", label=""), False),
     "v6_harness": (preset("v6"), True),
+    "wmma": (preset("wmma"), False),
+    "wmma_fast_tn_workspace": (preset("wmma-fast").replace(layout="TN", split_k=2, reduce="workspace", label=""), False),
+    "wmma_bf16_harness": (preset("wmma-bf16"), True),
 }
 
 

@@ -48,6 +48,12 @@ CASES = {
     "threads": (preset("v5").replace(BM=512, BN=256, WM=16, WN=128), ["THREADS"]),
     "naive extras": (preset("v1").replace(stages=2), ["NAIVE_DEFAULTS"]),
     "padding": (preset("v8").replace(pad_b=40), ["PADDING"]),
+    "dtype of an fp32 family": (preset("v8").replace(dtype="f16"), ["DTYPE"]),
+    "dtype of the half family": (preset("wmma").replace(dtype="f32"), ["DTYPE"]),
+    "wmma tile": (preset("wmma").replace(BK=24), ["WMMA_TILE"]),
+    "wmma padding": (preset("wmma").replace(pad_a=4), ["WMMA_PADDING"]),
+    "wmma stages": (preset("wmma").replace(stages=3), ["WMMA_PIPELINE"]),
+    "wmma swizzle": (preset("wmma-fast").replace(swz_b=8), ["WMMA_DEFAULTS"]),
 }
 
 
@@ -67,6 +73,12 @@ def test_shared_memory_depends_on_the_gpu():
     assert rules(big, "rtx3090") == ["SHARED_MEMORY"] == rules(big, "sm_86")
     reason = explain(big, "rtx3090")[0].reason
     assert "133120" in reason and "101376" in reason      # needed and allowed, in bytes
+
+
+def test_wmma_needs_tensor_cores_and_bf16_needs_ampere():
+    assert rules(preset("wmma"), TURING) == []                          # fp16 wmma, one buffer: sm_70+
+    assert rules(preset("wmma-bf16").replace(BN=128, stages=2), TURING) == ["WMMA_ARCH"]
+    assert "bf16" in str(explain(preset("wmma-bf16").replace(BN=128, stages=2), TURING))
 
 
 def test_cp_async_needs_ampere():
@@ -97,7 +109,7 @@ def test_invalid_config_is_never_rendered():
 
 def test_rule_names_cover_the_documented_ones():
     documented = {"VECTORIZE", "WARP_TILE", "THREAD_TILE", "SHARED_MEMORY", "ASYNC_ARCH", "STAGES",
-                  "SWIZZLE", "REGISTERS"}
+                  "SWIZZLE", "REGISTERS", "DTYPE", "WMMA_ARCH", "WMMA_TILE", "WMMA_PADDING", "WMMA_REGISTERS"}
     assert documented <= set(rule_names())
 
 

@@ -28,7 +28,7 @@ def _rules(cfg, device="sm_90"):
 
 # ---- presets and names ------------------------------------------------------------------------
 def test_presets_follow_v13_and_are_valid_everywhere():
-    assert names()[-3:] == ["v13", "tf32", "tf32x3"]
+    assert names()[names().index("v13"):][:3] == ["v13", "tf32", "tf32x3"]
     for name in TC:
         for arch in ARCHS:
             assert _rules(preset(name, arch), arch) == [], (name, arch)

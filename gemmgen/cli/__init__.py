@@ -6,7 +6,7 @@ errors (unknown preset, key or GPU, bad values, invalid configs, unreadable file
 on stderr and exit status 2; anything else is a bug and keeps its traceback.
 
 >>> main(["presets"])                      # doctest: +ELLIPSIS
-preset  block ...
+preset...block ...
 0
 """
 from __future__ import annotations

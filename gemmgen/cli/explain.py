@@ -12,13 +12,14 @@ import json
 import sys
 from dataclasses import asdict
 
-from ..config import KernelConfig
+from ..config import HALF, KernelConfig
 from ..devices import DeviceSpec
 from ..outcome import CompileFailure
 from ..presets import describe
 from ..ptxas import ToolkitMissing, compile_cubin
 from ..render import accepts_text, launch_lines, render
 from ..rules import explain, register_estimate, rule_names
+from ..rules_wmma import register_estimate as half_register_estimate
 from . import Command
 from .describe import features, intensity
 from .options import add_config_options, config_from_args
@@ -45,16 +46,52 @@ def _target(d: DeviceSpec) -> dict:
 
 def _geometry(c: KernelConfig, d: DeviceSpec) -> dict:
     ai, formula = intensity(c)
+    if c.family in HALF:   # 2-byte elements: twice seed 001's fp32 intensity
+        formula = f"BM*BN / (BM+BN) for 2-byte elements = {c.BM}*{c.BN} / ({c.BM}+{c.BN})"
     ridge = d.fp32_tflops * 1e3 / d.mem_gbs if d.mem_gbs else None   # FLOP/B where compute = bandwidth
+    if c.family in HALF:   # the device table has no tensor-core peak, and the FP32 one says nothing here
+        ridge = None
     return {
-        "features": features(c), "threads": c.threads, "warps": c.threads // 32,
+        "features": half_features(c) if c.family in HALF else features(c),
+        "threads": c.threads, "warps": c.threads // 32,
         "smem_per_stage": c.smem_per_stage, "stages": c.stages, "smem_bytes": c.smem_bytes,
         "smem_limit": d.smem_per_block_optin, "accumulators": c.accumulators,
-        "register_estimate": register_estimate(c) if c.family == "simt" else None,
+        "register_estimate": (register_estimate(c) if c.family == "simt" else
+                              half_register_estimate(c) if c.family in HALF else None),
         "arithmetic_intensity": ai, "intensity_formula": formula,
         "ridge_point": round(ridge, 2) if ridge else None,
         "accepts": accepts_text(c), "launch": launch_lines(c),
     }
+
+
+def half_features(c: KernelConfig) -> list[str]:
+    """What a wmma-family kernel does, one sentence per idea (the simt/tf32 ones are in describe.py).
+
+    >>> from gemmgen.presets import preset
+    >>> half_features(preset("wmma"))[1].startswith("fp16 inputs")
+    True
+    """
+    words = {"f16": "fp16", "bf16": "bf16"}.get(c.dtype, c.dtype)
+    lines = [
+        f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 32} warps); each warp "
+        f"a {c.WM}x{c.WN} tile of {c.WM // 16}x{c.WN // 16} WMMA tiles of 16x16x16 ({c.accumulators} fp32 accumulators "
+        "per thread)",
+        f"{words} inputs, exact products on the tensor cores; each {c.BK}-deep stage is summed into a fresh partial "
+        "and added to the fp32 accumulators with round-to-nearest adds (the tensor cores truncate their running sums)",
+        (f"K advances {c.BK} at a time through a ring of {c.stages} shared-memory stages filled by cp.async, "
+         f"{c.stages - 1} tiles in flight" if c.async_copy else
+         f"K advances {c.BK} at a time through one shared-memory buffer, loaded and then used between two barriers"),
+        f"A is {'row' if c.layout[0] == 'N' else 'column'}-major and B {'row' if c.layout[1] == 'N' else 'column'}-major; "
+        f"shared tiles keep that layout, rows padded by {c.pad_a} (A) and {c.pad_b} (B) halves; each global load moves "
+        f"{2 * c.vec} bytes; fragments are read with wmma.load (ldmatrix on sm_80+)",
+        "the epilogue stages each 16x16 tile in shared memory (wmma.store) and writes rows of C with 16-byte stores",
+    ]
+    extras = [(c.raster > 1, f"thread-block swizzle: consecutive blocks walk {c.raster} tile rows together"),
+              (c.split_k > 1, f"split-K: {c.split_k} blocks share each tile's K range, partial sums meet "
+                              + ("by atomicAdd into C" if c.reduce == "atomic" else "in a workspace")),
+              (c.bounds == "none", "fast path: no bounds checks, only for shapes the tile divides"),
+              (c.min_blocks > 1, f"__launch_bounds__ asks for {c.min_blocks} resident blocks per SM")]
+    return lines + [text for flag, text in extras if flag]
 
 
 def _ptxas(c: KernelConfig, d: DeviceSpec) -> tuple[dict | None, str]:

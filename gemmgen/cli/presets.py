@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ..config import KernelConfig
+from ..config import HALF, KernelConfig
 from ..devices import ARCHS, for_arch
 from ..presets import describe, names, preset
 from . import Command
@@ -24,6 +24,10 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
     if c.family == "naive":
         walk = "coalesced" if c.coalesced else "uncoalesced"
         return (name, f"{c.BM}x{c.BN}", "-", "1x1", "1", "-", f"naive, {walk}", describe(name))
+    if c.family in HALF:   # a warp tile of 16x16x16 wmma tiles; vec counts halves
+        stages = f"{c.stages} cp.async" if c.async_copy else f"{c.stages}"
+        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wmma16x16x16", f"{c.vec}", stages,
+                " ".join([c.dtype] + [w for w in _extras(c) if w != "A^T"]), describe(name))
     if c.tensor_core:   # a warp tile of m16n8k8 mma tiles: no thread tile
         return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "mma16x8x8", f"{c.vec}",
                 f"{c.stages} cp.async", " ".join([c.family] + [w for w in _extras(c) if w != "A^T"]), describe(name))
@@ -77,7 +81,7 @@ def _record(name: str, c: KernelConfig) -> dict:
 
 COMMAND = Command(
     name="presets",
-    help="list the presets (v0..v13, tf32, tf32x3) with their key parameters",
+    help="list the presets (v0..v13, tf32, tf32x3, wmma...) with their key parameters",
     description="The built-in kernels, following the classic SGEMM progression: each adds one idea to "
                 "the one before. Emit one with `gemmgen emit --preset NAME`.",
     configure=configure,
