@@ -101,7 +101,8 @@ def register_estimate(c: KernelConfig) -> int:
     fresh partial sum of one tile, single-stage staging registers, and addressing."""
     ks = max(c.BK // WMMA_K, 1)
     frags = (c.WM // WMMA_M) * ks * FRAGMENT_REGS + ks * FRAGMENT_REGS + 8
-    staging = 0 if c.async_copy else (c.BM + c.BN) * c.BK // (2 * max(c.threads, 1))
+    per_reg = 2 if c.vec > 1 else 1                 # halves per staging register
+    staging = 0 if c.async_copy else (c.BM + c.BN) * c.BK // (per_reg * max(c.threads, 1))
     return c.accumulators + frags + staging + 40
 
 
