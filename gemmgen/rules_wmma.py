@@ -97,9 +97,10 @@ def _padding(c, d):
 
 
 def register_estimate(c: KernelConfig) -> int:
-    """Rough registers per thread: accumulators, a stage's A fragments, one column of B fragments, the
-    fresh partial sum of one tile, single-stage staging registers, and addressing."""
-    ks = max(c.BK // WMMA_K, 1)
+    """Rough registers per thread: accumulators, the A fragments of one partial sum's k16 steps (two
+    at most), one column of B fragments, the fresh partial sum of one tile, single-stage staging
+    registers, and addressing."""
+    ks = min(max(c.BK // WMMA_K, 1), 2)
     frags = (c.WM // WMMA_M) * ks * FRAGMENT_REGS + ks * FRAGMENT_REGS + 8
     per_reg = 2 if c.vec > 1 else 1                 # halves per staging register
     staging = 0 if c.async_copy else (c.BM + c.BN) * c.BK // (per_reg * max(c.threads, 1))
@@ -111,7 +112,7 @@ def _registers(c, d):
     est = register_estimate(c)
     if est > 255:
         return (f"about {est} registers per thread ({c.accumulators} accumulators for a {c.WM}x{c.WN} warp "
-                f"tile, {c.WM // WMMA_M * (c.BK // WMMA_K)} A fragments per stage); a thread has at most 255. "
+                f"tile, {c.WM // WMMA_M * min(c.BK // WMMA_K, 2)} A fragments at a time); a thread has at most 255. "
                 "A smaller warp tile or BK fits")
     if est * c.threads > d.regs_per_block:
         return f"about {est} registers x {c.threads} threads = {est * c.threads}; a block has {d.regs_per_block}"

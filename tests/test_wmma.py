@@ -231,6 +231,7 @@ def test_source_needs_no_header():
 def test_each_stage_is_summed_into_a_fresh_partial():
     code = emit(preset("wmma-fast"))
     assert "wmma_mma(p, fa[i][ks], fb[ks])" in code and "acc[i][j].x[t] += p.x[t]" in code
+    assert "constexpr int KP = KS < 2 ? KS : 2;" in code     # two k16 steps per partial
 
 
 def test_pipeline_follows_stages():
@@ -260,9 +261,10 @@ def test_harness_checks_against_gemm_ex():
 def _compile_jobs():
     jobs = [(preset(n).replace(layout=lay), arch) for n in WMMA for lay in LAYOUTS for arch in ARCHS]
     tweaks = [dict(bounds="none"), dict(split_k=3), dict(split_k=2, reduce="workspace"), dict(vec=4),
-              dict(vec=2, pad_a=0, pad_b=0), dict(BK=64, stages=2), dict(stages=4)]
+              dict(vec=2, pad_a=0, pad_b=0), dict(stages=4)]
     jobs += [(preset("wmma-fast").replace(layout=lay, **t), "sm_90") for lay in ("NN", "TT") for t in tweaks]
     jobs += [(preset("wmma").replace(layout=lay, vec=1, bounds="none"), "sm_80") for lay in ("NT", "TN")]
+    jobs += [(preset("wmma-db").replace(layout=lay, BK=64), "sm_90") for lay in ("NN", "TT")]   # 2 partials a stage
     jobs += [(preset("wmma-db").replace(dtype="bf16", layout=lay, split_k=2), "sm_86") for lay in ("NN", "TT")]
     return jobs + [(preset("wmma"), "sm_75")]     # fp16 wmma without cp.async runs on Turing
 

@@ -24,6 +24,7 @@
 constexpr int BM = 128, BN = 128, BK = 32;       // block tile of C, and K step
 constexpr int WM = 32, WN = 32;                        // warp tile
 constexpr int MI = WM / 16, NI = WN / 16, KS = BK / 16;   // wmma tiles per warp tile (2x2), k16 steps per stage (2)
+constexpr int KP = KS < 2 ? KS : 2;                       // k16 steps summed into one fresh partial
 constexpr int WARPS_N = BN / WN;                          // warps across the block tile
 constexpr int THREADS = 512;
 constexpr int VEC = 8;                                       // halves per global load / cp.async
@@ -85,8 +86,8 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 136 + (n); }
 // The block computes a 128x128 tile of C with 512 threads (16 warps of 32x32); each warp tile is
 // 2x2 wmma tiles of 16x16, 32 fp32 accumulators per thread. K advances 32 at a time through
 // one shared-memory buffer (load, barrier, compute, barrier); each stage is 2 k16 steps per tile,
-// summed into a fresh partial and then added to the accumulators: the tensor cores truncate their
-// running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
+// summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
+// truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x32_v8_ap8s1_bp8s1_r1_s1r_k1_chk_f16(
     const int M, const int N, const int K, const float alpha,
     const f16_bits* __restrict__ A, const int lda,
@@ -181,28 +182,31 @@ extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x
     {   // Tensor-core product of the 32-deep stage.
         const elem_t* const sa = sA + (0) * A_STAGE;
         const elem_t* const sb = sB + (0) * B_STAGE;
-        FragA fa[MI][KS];   // the warp's rows of A for every k16 step of the stage
         #pragma unroll
-        for (int i = 0; i < MI; ++i)
+        for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
+            FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
             #pragma unroll
-            for (int ks = 0; ks < KS; ++ks) wmma_load_a(fa[i][ks], sa + a_off(ks * 16, wm0 + i * 16));
-        #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-            FragB fb[KS];   // one 16-column strip of B at a time: 8 live registers, not 16
+            for (int i = 0; i < MI; ++i)
+                #pragma unroll
+                for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
             #pragma unroll
-            for (int ks = 0; ks < KS; ++ks) wmma_load_b(fb[ks], sb + b_off(ks * 16, wn0 + j * 16));
-            #pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                // The tensor core truncates its fp32 running sum; summing the stage into a fresh partial
-                // and adding that with round-to-nearest FADDs keeps the error of a K=4096 product near
-                // SGEMM's instead of growing with the number of k16 steps.
-                FragC p;
+            for (int j = 0; j < NI; ++j) {
+                FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 16
                 #pragma unroll
-                for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
                 #pragma unroll
-                for (int ks = 0; ks < KS; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
-                #pragma unroll
-                for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                for (int i = 0; i < MI; ++i) {
+                    // The tensor core truncates its fp32 running sum; summing each group into a fresh
+                    // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
+                    // product near SGEMM's instead of growing with the number of k16 steps.
+                    FragC p;
+                    #pragma unroll
+                    for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                    #pragma unroll
+                    for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
+                    #pragma unroll
+                    for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                }
             }
         }
     }

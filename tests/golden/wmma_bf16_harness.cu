@@ -24,6 +24,7 @@
 constexpr int BM = 128, BN = 256, BK = 32;       // block tile of C, and K step
 constexpr int WM = 64, WN = 64;                        // warp tile
 constexpr int MI = WM / 16, NI = WN / 16, KS = BK / 16;   // wmma tiles per warp tile (4x4), k16 steps per stage (2)
+constexpr int KP = KS < 2 ? KS : 2;                       // k16 steps summed into one fresh partial
 constexpr int WARPS_N = BN / WN;                          // warps across the block tile
 constexpr int THREADS = 256;
 constexpr int VEC = 8;                                       // halves per global load / cp.async
@@ -98,8 +99,8 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 264 + (n); }
 // The block computes a 128x256 tile of C with 256 threads (8 warps of 64x64); each warp tile is
 // 4x4 wmma tiles of 16x16, 128 fp32 accumulators per thread. K advances 32 at a time through
 // 3 shared-memory stages filled by cp.async; each stage is 2 k16 steps per tile,
-// summed into a fresh partial and then added to the accumulators: the tensor cores truncate their
-// running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
+// summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
+// truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16(
     const int M, const int N, const int K, const float alpha,
     const bf16_bits* __restrict__ A, const int lda,
@@ -233,28 +234,31 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
     {   // Tensor-core product of the 32-deep stage.
         const elem_t* const sa = sA + (read_stage) * A_STAGE;
         const elem_t* const sb = sB + (read_stage) * B_STAGE;
-        FragA fa[MI][KS];   // the warp's rows of A for every k16 step of the stage
         #pragma unroll
-        for (int i = 0; i < MI; ++i)
+        for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
+            FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
             #pragma unroll
-            for (int ks = 0; ks < KS; ++ks) wmma_load_a(fa[i][ks], sa + a_off(ks * 16, wm0 + i * 16));
-        #pragma unroll
-        for (int j = 0; j < NI; ++j) {
-            FragB fb[KS];   // one 16-column strip of B at a time: 8 live registers, not 32
+            for (int i = 0; i < MI; ++i)
+                #pragma unroll
+                for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
             #pragma unroll
-            for (int ks = 0; ks < KS; ++ks) wmma_load_b(fb[ks], sb + b_off(ks * 16, wn0 + j * 16));
-            #pragma unroll
-            for (int i = 0; i < MI; ++i) {
-                // The tensor core truncates its fp32 running sum; summing the stage into a fresh partial
-                // and adding that with round-to-nearest FADDs keeps the error of a K=4096 product near
-                // SGEMM's instead of growing with the number of k16 steps.
-                FragC p;
+            for (int j = 0; j < NI; ++j) {
+                FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 32
                 #pragma unroll
-                for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
                 #pragma unroll
-                for (int ks = 0; ks < KS; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
-                #pragma unroll
-                for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                for (int i = 0; i < MI; ++i) {
+                    // The tensor core truncates its fp32 running sum; summing each group into a fresh
+                    // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
+                    // product near SGEMM's instead of growing with the number of k16 steps.
+                    FragC p;
+                    #pragma unroll
+                    for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                    #pragma unroll
+                    for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
+                    #pragma unroll
+                    for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                }
             }
         }
     }
