@@ -74,7 +74,9 @@ _MEMORY: dict[str, Binary] = {}
 
 
 def compile_source(src: KernelSource, arch: str, options: Sequence[str] = OPTIONS) -> Binary:
-    """Compile (or fetch from the memory and disk caches) one kernel source for ``arch`` (sm_XX)."""
+    """Compile (or fetch from the memory and disk caches) one kernel source for ``arch`` (sm_XX;
+    the config may ask for the arch-specific sm_90a, see KernelConfig.target_arch)."""
+    arch = src.config.target_arch(arch)
     opts = (*options, f"-arch={arch}")
     key = cache_key(src.code, opts, arch, nvrtc_version())
     if key in _MEMORY:

@@ -9,8 +9,10 @@ over M, N, K) among those that accept the shape; else the built-in preset of the
 
 >>> resolve_precision(None, "f16"), resolve_precision("tf32", "f32")
 ('f16', 'tf32')
->>> fallback_config("fp32", "sm_86").label, fallback_config("fp32", "sm_90").label
+>>> fallback_config("fp32", "sm_86").label, fallback_config("fp32", "sm_90", "TN").label
 ('v13', 'tf32x3')
+>>> fallback_config("fp32", "sm_90").label, fallback_config("tf32", "sm_90").label
+('tf32x3-wgmma', 'tf32-wgmma')
 """
 from __future__ import annotations
 
@@ -30,6 +32,9 @@ DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 # and 53.0 vs 46.7 at 8192^3 (docs/PERFORMANCE.md). f16/bf16: the 128x256 cp.async wmma kernels.
 FALLBACK = {"fp32": "v13", "tf32": "tf32", "f16": "wmma-fast", "bf16": "wmma-bf16"}
 FALLBACK_BY_ARCH = {("sm_90", "fp32"): "tf32x3"}
+# Hopper's wgmma variant reads A and B in the NN layout only (rules_wgmma.WGMMA_LAYOUT); there it beats
+# the mma.sync kernels (H100, 8192^3: 3xTF32 87 vs 53 TFLOP/s, TF32 161 vs 111; docs/PERFORMANCE.md).
+FALLBACK_NN = {("sm_90", "fp32"): "tf32x3-wgmma", ("sm_90", "tf32"): "tf32-wgmma"}
 
 
 class NoTunedKernels(LookupError):
@@ -61,6 +66,8 @@ def resolve_precision(precision: Optional[str], dtype: str) -> str:
 def fallback_config(precision: str, arch: str, layout: str = "NN") -> KernelConfig:
     """The built-in config that serves a precision class where nothing stored fits (see FALLBACK)."""
     name = FALLBACK_BY_ARCH.get((arch, precision), FALLBACK[precision])
+    if layout == "NN":
+        name = FALLBACK_NN.get((arch, precision), name)
     cfg = preset(name, arch)
     if precision in ("f16", "bf16") and cfg.dtype != precision:
         cfg = cfg.replace(dtype=precision)   # a half preset serves both input types

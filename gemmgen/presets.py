@@ -50,10 +50,20 @@ _BUILTIN_BEST = {
 # tf32 takes 8 warps of 64x64 over a 256x128 tile (half the fragment loads per mma of 64x32).
 _TC = KernelConfig(family="tf32x3", BM=128, BN=128, BK=16, WM=64, WN=32, swz_a=8, swz_b=8, raster=8,
                    stages=4, async_copy=True)
+_WG = KernelConfig(family="tf32x3", mma="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8, pad_b=8,
+                   raster=8, stages=2, async_copy=True)
 _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32": (_TC.replace(family="tf32", BM=256, WN=64),
              "TF32 tensor cores: mma.sync m16n8k8 on operands rounded to TF32 (about 1e-3 relative error)"),
     "tf32x3": (_TC, "3xTF32: each operand split into big + small TF32 parts, three mma.sync per tile, fp32 accuracy"),
+    # Hopper (sm_90a only, layout NN): wgmma.m64nBMk8 from a warpgroup, A read by the tensor cores from
+    # 128-byte-swizzled shared memory, B from registers. 3xTF32: 2 warpgroups over a 128x128 tile, BK = 64
+    # halves the per-stage barriers and partial-sum additions of BK = 32 (H100, 8192^3: 87.1 TFLOP/s,
+    # 1.67x cuBLAS SGEMM). TF32 has no partial sums, so its registers allow 256x128 (161 TFLOP/s).
+    # benchmarks/wgmma_sweep.py has the sweep.
+    "tf32x3-wgmma": (_WG, "3xTF32 on Hopper wgmma: warpgroup-wide async MMA, fp32 accuracy (sm_90a only)"),
+    "tf32-wgmma": (_WG.replace(family="tf32", BM=256, WM=256, BK=32, stages=4),
+                   "TF32 on Hopper wgmma: operands rounded to TF32 (sm_90a only)"),
 }
 
 # The half family (fp16/bf16 A and B, fp32 accumulation and C), 16x16x16 wmma tiles. `wmma` is seed
@@ -107,6 +117,15 @@ def _lookup(name: str) -> tuple[KernelConfig, str]:
         raise UnknownPreset(f"unknown preset {name!r}; valid: {', '.join(names())}") from None
 
 
+def runs_on(name: str, arch: str) -> bool:
+    """Whether a preset exists on an architecture: the wgmma presets need sm_90 (compiled as sm_90a).
+
+    >>> runs_on("tf32x3-wgmma", "sm_80"), runs_on("tf32x3-wgmma", "sm_90"), runs_on("v5", "sm_86")
+    (False, True, True)
+    """
+    return name == "v13" or _lookup(name)[0].mma != "wgmma" or arch == "sm_90"
+
+
 def all_presets(arch: str = "sm_90") -> list[KernelConfig]:
-    """Every preset (v0..v13, the tensor-core and the half presets) for an architecture."""
-    return [preset(n, arch) for n in names()]
+    """Every preset (v0..v13, the tensor-core and the half presets) that exists on an architecture."""
+    return [preset(n, arch) for n in names() if runs_on(n, arch)]

@@ -156,6 +156,8 @@ def compile_cubin(source: SourceLike, arch: str = "sm_90", flags: Sequence[str] 
     0
     """
     code = source.code if isinstance(source, KernelSource) else source
+    if isinstance(source, KernelSource):
+        arch = source.config.target_arch(arch)   # sm_90 -> sm_90a for wgmma
     with tempfile.TemporaryDirectory(prefix="gemmgen-ptxas-") as tmp:
         cu, cubin = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
         cu.write_text(code)

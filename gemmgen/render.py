@@ -24,6 +24,7 @@ from .paths import data_dir
 from .rules import DeviceLike, validate
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
+WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
 TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
              "wmma": "wmma.cu.j2"}
 
@@ -81,7 +82,8 @@ def render(config: KernelConfig, device: DeviceLike | None = None, command: str 
     validate(config, device)
     facts = _facts(config, command or f"gemmgen emit --config <json of {config.name}>")
     env = environment()
-    code = env.get_template(TEMPLATES[config.family]).render(c=config, g=facts)
+    template = WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
+    code = env.get_template(template).render(c=config, g=facts)
     if harness:
         code += env.get_template("harness.cu.j2").render(c=config, g=facts)
     return KernelSource(config, code)

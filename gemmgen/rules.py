@@ -315,3 +315,4 @@ def rule_names() -> list[str]:
 
 from . import rules_tc  # noqa: E402,F401  (registers the tensor-core families' rules)
 from . import rules_wmma  # noqa: E402,F401  (registers the half family's rules)
+from . import rules_wgmma  # noqa: E402,F401  (registers the Hopper wgmma variant's rules)

@@ -107,6 +107,8 @@ def register_estimate(c: KernelConfig) -> int:
 
 @_tc("TC_REGISTERS")
 def _registers(c, d):
+    if c.mma == "wgmma":
+        return None   # rules_wgmma.WGMMA_REGISTERS counts the wgmma variant's registers
     est = register_estimate(c)
     if est > 255:
         return (f"about {est} registers per thread ({c.accumulators} accumulators for a {c.WM}x{c.WN} warp "

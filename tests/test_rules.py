@@ -24,7 +24,7 @@ def test_every_preset_is_valid(arch):
 
 @pytest.mark.parametrize("gpu", ["rtx3090", "a10", "a100", "l4", "rtx4090", "4070ti-super", "h100", "h200"])
 def test_presets_up_to_v12_fit_every_known_gpu(gpu):
-    for name in names()[:-1]:
+    for name in names()[:names().index("v13")]:
         assert explain(preset(name), gpu) == [], name
 
 

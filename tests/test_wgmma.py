@@ -1,0 +1,96 @@
+"""The Hopper wgmma variant of the TF32 families (mma="wgmma"): rules, geometry, the shared-memory
+layout wgmma's 128-byte swizzle descriptor names, and nvcc compiles for sm_90a (marked slow)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gemmgen import ptxas
+from gemmgen.devices import for_arch
+from gemmgen.presets import all_presets, names, preset, runs_on
+from gemmgen.render import emit, render
+from gemmgen.rules import InvalidConfig, explain
+
+WGMMA = [n for n in names() if n.endswith("-wgmma")]
+
+
+def _rules(cfg, arch="sm_90"):
+    return [v.rule for v in explain(cfg, for_arch(arch))]
+
+
+def test_presets_exist_only_on_hopper():
+    assert WGMMA == ["tf32x3-wgmma", "tf32-wgmma"]
+    for arch in ("sm_80", "sm_86", "sm_89"):
+        assert not any(c.mma == "wgmma" for c in all_presets(arch))
+        assert all(not runs_on(n, arch) for n in WGMMA)
+    assert {c.label for c in all_presets("sm_90")} >= set(WGMMA)
+
+
+@pytest.mark.parametrize("name", WGMMA)
+def test_presets_are_valid_on_sm_90_and_rejected_before(name):
+    cfg = preset(name)
+    assert _rules(cfg) == []
+    for arch in ("sm_80", "sm_86", "sm_89"):
+        assert "WGMMA_ARCH" in _rules(cfg, arch)   # (and SHARED_MEMORY where the 100 KB GPUs lack room)
+    with pytest.raises(InvalidConfig, match="wgmma.mma_async exists only on sm_90a"):
+        render(cfg, for_arch("sm_80"))
+
+
+def test_geometry_is_warpgroups():
+    cfg = preset("tf32x3-wgmma")
+    assert cfg.threads == 256 and cfg.accumulators == 64            # 2 warpgroups, 64 x 128 each
+    assert cfg.smem_bytes == 2 * (128 * 64 + 64 * 136) * 4 + 128 * 64 * 4   # + the small parts of A
+    assert cfg.target_arch("sm_90") == "sm_90a" and preset("tf32x3").target_arch("sm_90") == "sm_90"
+    assert cfg.name.endswith("_wg") and cfg.name != cfg.replace(mma="sync").name
+
+
+@pytest.mark.parametrize("change, rule", [
+    (dict(layout="TN"), "WGMMA_LAYOUT"),
+    (dict(WN=32), "WGMMA_TILE"),
+    (dict(BK=16), "WGMMA_TILE"),
+    (dict(BM=264, WM=264), "WGMMA_TILE"),
+    (dict(swz_a=1), "WGMMA_SMEM_LAYOUT"),
+    (dict(BM=256, WM=256), "WGMMA_REGISTERS"),                        # 128 sums + 128 partials
+    (dict(mma="tensor"), "MMA_KIND"),
+])
+def test_rules_name_what_is_wrong(change, rule):
+    assert rule in _rules(preset("tf32x3-wgmma").replace(**change))
+
+
+def test_wgmma_is_only_a_tf32_variant():
+    assert "MMA_KIND" in _rules(preset("v10").replace(mma="wgmma"))
+
+
+def _a_off(k, m, BM=128):
+    """templates/wgmma_parts.cuh.j2 a_off, in Python."""
+    return (k >> 5) * (BM * 32) + m * 32 + ((((k & 31) >> 2) ^ (m & 7)) << 2) + (k & 3)
+
+
+def test_a_layout_is_the_128_byte_swizzle():
+    """Rows of 128 bytes; 16-byte chunk c of row m sits at chunk c ^ (m % 8) (CuTe's Swizzle<3,4,3>):
+    a bijection onto the stage, and 8 rows at one k8 slice touch all 32 banks (wgmma reads them)."""
+    seen = {_a_off(k, m) for k in range(64) for m in range(128)}
+    assert seen == set(range(128 * 64))
+    for k0 in range(0, 64, 8):
+        for m0 in range(0, 128, 8):
+            words = [_a_off(k0 + kk, m0 + r) for r in range(8) for kk in range(4)]
+            assert len({w % 32 for w in words}) == 32
+    src = emit(preset("tf32x3-wgmma"))
+    assert "return (k >> 5) * (BM * 32) + m * 32 + ((((k & 31) >> 2) ^ (m & 7)) << 2) + (k & 3);" in src
+    assert "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32" in src
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WGMMA)
+@pytest.mark.parametrize("bounds", ["checked", "none"])
+def test_presets_compile_for_sm_90a(name, bounds):
+    cfg = preset(name).replace(bounds=bounds)
+    report = ptxas.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
+    assert report.arch == "sm_90a"
+    res = report[cfg.name]
+    assert res.registers <= 255
+    # 3xTF32 at BK=64 sits at the register limit: ptxas keeps a few words on the stack (at most 112
+    # bytes, measured no slower than BK=32 without spills); TF32 never spills
+    assert res.spills <= (256 if cfg.family == "tf32x3" else 0), res   # stores plus loads
+    assert not re.search(r"wgmma.*serializ", report.log), report.log
