@@ -151,6 +151,8 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
     // Vector copies need rows that start on a vector boundary; otherwise element by element.
     const bool a_vec_ok = VEC == 1 || ((lda % VEC) == 0 && ((size_t)A % (2 * VEC)) == 0);
     const bool b_vec_ok = VEC == 1 || ((ldb % VEC) == 0 && ((size_t)B % (2 * VEC)) == 0);
+    // Tiles of aligned rows wholly inside the matrix (and, per K step, inside the K range) need no checks.
+    const bool a_whole = a_vec_ok && bm0 + BM <= M, b_whole = b_vec_ok && bn0 + BN <= N;
 
     FragC acc[MI][NI];
     #pragma unroll
@@ -165,42 +167,71 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
     for (int st = 0; st < STAGES - 1; ++st) {
         if (st < ktiles) {
             const int k0 = kBegin + st * BK;
-// A: cp.async global -> shared, 2 copies of 16 bytes per thread.
-    #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 16, cc = (v % 16) * VEC;
-        const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
-        constexpr int e = 0;   // the vector's first element
-        elem_t* const dst = sA + (st) * A_STAGE + a_off(r, cc + e);
-        const bool row_ok = k0 + r < kEnd;
-        if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
-            const int n = row_ok ? min(max(M - (bm0 + cc), 0), VEC) : 0;
-            cp_async<2 * VEC>(dst, n > 0 ? p : A, 2 * n);
-        } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
-            #pragma unroll
-            for (int x = 0; x < VEC; ++x)
-                dst[x] = (row_ok && bm0 + cc + x < M) ? p[x] : elem_t(0);
-        }
-    }
-// B: cp.async global -> shared, 4 copies of 16 bytes per thread.
-    #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 32, cc = (v % 32) * VEC;
-        const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-        constexpr int e = 0;   // the vector's first element
-        elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
-        const bool row_ok = k0 + r < kEnd;
-        if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
-            const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
-            cp_async<2 * VEC>(dst, n > 0 ? p : B, 2 * n);
-        } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
-            #pragma unroll
-            for (int x = 0; x < VEC; ++x)
-                dst[x] = (row_ok && bn0 + cc + x < N) ? p[x] : elem_t(0);
-        }
-    }
+            const bool k_whole = k0 + BK <= kEnd;
+            // A: cp.async global -> shared, 2 copies of 16 bytes per thread.
+            if (a_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
+                #pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 16, cc = (v % 16) * VEC;
+                    const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sA + (st) * A_STAGE + a_off(r, cc + e);
+                    cp_async<2 * VEC>(dst, p, 2 * VEC);
+                }
+            }
+            else {
+                #pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 16, cc = (v % 16) * VEC;
+                    const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sA + (st) * A_STAGE + a_off(r, cc + e);
+                    const bool row_ok = k0 + r < kEnd;
+                    if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
+                        const int n = row_ok ? min(max(M - (bm0 + cc), 0), VEC) : 0;
+                        cp_async<2 * VEC>(dst, n > 0 ? p : A, 2 * n);
+                    } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
+                        #pragma unroll
+                        for (int x = 0; x < VEC; ++x)
+                            dst[x] = (row_ok && bm0 + cc + x < M) ? p[x] : elem_t(0);
+                    }
+                }
+            }
+
+            // B: cp.async global -> shared, 4 copies of 16 bytes per thread.
+            if (b_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
+                #pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 32, cc = (v % 32) * VEC;
+                    const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
+                    cp_async<2 * VEC>(dst, p, 2 * VEC);
+                }
+            }
+            else {
+                #pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 32, cc = (v % 32) * VEC;
+                    const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
+                    const bool row_ok = k0 + r < kEnd;
+                    if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
+                        const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
+                        cp_async<2 * VEC>(dst, n > 0 ? p : B, 2 * n);
+                    } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
+                        #pragma unroll
+                        for (int x = 0; x < VEC; ++x)
+                            dst[x] = (row_ok && bn0 + cc + x < N) ? p[x] : elem_t(0);
+                    }
+                }
+            }
+
         }
         cp_async_commit();   // commit even when empty so the group count stays in step
     }
@@ -210,42 +241,71 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
         __syncthreads();               // ... for every thread, and all are done reading tile kt-1's stage
         if (kt + STAGES - 1 < ktiles) {
             const int k0 = kBegin + (kt + STAGES - 1) * BK;
-// A: cp.async global -> shared, 2 copies of 16 bytes per thread.
-    #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 16, cc = (v % 16) * VEC;
-        const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
-        constexpr int e = 0;   // the vector's first element
-        elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(r, cc + e);
-        const bool row_ok = k0 + r < kEnd;
-        if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
-            const int n = row_ok ? min(max(M - (bm0 + cc), 0), VEC) : 0;
-            cp_async<2 * VEC>(dst, n > 0 ? p : A, 2 * n);
-        } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
-            #pragma unroll
-            for (int x = 0; x < VEC; ++x)
-                dst[x] = (row_ok && bm0 + cc + x < M) ? p[x] : elem_t(0);
-        }
-    }
-// B: cp.async global -> shared, 4 copies of 16 bytes per thread.
-    #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 32, cc = (v % 32) * VEC;
-        const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-        constexpr int e = 0;   // the vector's first element
-        elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
-        const bool row_ok = k0 + r < kEnd;
-        if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
-            const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
-            cp_async<2 * VEC>(dst, n > 0 ? p : B, 2 * n);
-        } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
-            #pragma unroll
-            for (int x = 0; x < VEC; ++x)
-                dst[x] = (row_ok && bn0 + cc + x < N) ? p[x] : elem_t(0);
-        }
-    }
+            const bool k_whole = k0 + BK <= kEnd;
+            // A: cp.async global -> shared, 2 copies of 16 bytes per thread.
+            if (a_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
+                #pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 16, cc = (v % 16) * VEC;
+                    const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(r, cc + e);
+                    cp_async<2 * VEC>(dst, p, 2 * VEC);
+                }
+            }
+            else {
+                #pragma unroll
+                for (int s = 0; s < 2; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 16, cc = (v % 16) * VEC;
+                    const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(r, cc + e);
+                    const bool row_ok = k0 + r < kEnd;
+                    if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
+                        const int n = row_ok ? min(max(M - (bm0 + cc), 0), VEC) : 0;
+                        cp_async<2 * VEC>(dst, n > 0 ? p : A, 2 * n);
+                    } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
+                        #pragma unroll
+                        for (int x = 0; x < VEC; ++x)
+                            dst[x] = (row_ok && bm0 + cc + x < M) ? p[x] : elem_t(0);
+                    }
+                }
+            }
+
+            // B: cp.async global -> shared, 4 copies of 16 bytes per thread.
+            if (b_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
+                #pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 32, cc = (v % 32) * VEC;
+                    const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
+                    cp_async<2 * VEC>(dst, p, 2 * VEC);
+                }
+            }
+            else {
+                #pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int v = tid + s * THREADS;
+                    const int r = v / 32, cc = (v % 32) * VEC;
+                    const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+                    constexpr int e = 0;   // the vector's first element
+                    elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
+                    const bool row_ok = k0 + r < kEnd;
+                    if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
+                        const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
+                        cp_async<2 * VEC>(dst, n > 0 ? p : B, 2 * n);
+                    } else {                  // misaligned rows: element by element (cp.async cannot copy 2 bytes)
+                        #pragma unroll
+                        for (int x = 0; x < VEC; ++x)
+                            dst[x] = (row_ok && bn0 + cc + x < N) ? p[x] : elem_t(0);
+                    }
+                }
+            }
+
         }
         cp_async_commit();
     {   // Tensor-core product of the 32-deep stage.
