@@ -5,10 +5,12 @@
 set -uo pipefail
 out=${1:-/tmp/gg-harness}; arch=${2:-sm_90}
 mkdir -p "$out"
-presets=$(python3 -c "from gemmgen.presets import names; print(' '.join(names()))")
+presets=$(python3 -c "from gemmgen.presets import names, runs_on; print(' '.join(n for n in names() if runs_on(n, '$arch')))")
 build() {
   python3 -m gemmgen.cli emit --preset "$1" --arch "$3" --harness -o "$2/$1.cu" 2>/dev/null &&
-  nvcc -O3 -arch="$3" "$2/$1.cu" -lcublas -o "$2/$1" 2> "$2/$1.build.log" || echo "BUILD FAILED $1"
+  local target
+  target=$(python3 -c "from gemmgen.presets import preset; print(preset('$1').target_arch('$3'))")   # sm_90a for wgmma
+  nvcc -O3 -arch="$target" "$2/$1.cu" -lcublas -o "$2/$1" 2> "$2/$1.build.log" || echo "BUILD FAILED $1"
 }
 export -f build
 printf '%s\n' $presets | xargs -P 16 -I{} bash -c "build {} $out $arch"
