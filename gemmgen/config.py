@@ -76,6 +76,9 @@ class KernelConfig:
     min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
     dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
     mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
+    partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
+                                  # accumulators in round-to-nearest fp32 (false: straight on the tensor
+                                  # cores, as cuBLAS does: faster, and the truncation error grows with K)
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
     # ---- identity -------------------------------------------------------------------------
@@ -106,8 +109,10 @@ class KernelConfig:
         return "_".join(parts + self._type_suffix())
 
     def _type_suffix(self) -> list[str]:
-        """Name parts of the element type and the tensor-core instruction, where not the defaults."""
-        return ([self.dtype] if self.dtype != "f32" else []) + (["wg"] if self.mma != "sync" else [])
+        """Name parts of the element type, the tensor-core instruction and the accumulation, where not
+        the defaults."""
+        return (([self.dtype] if self.dtype != "f32" else []) + (["wg"] if self.mma != "sync" else [])
+                + (["direct"] if not self.partials else []))
 
     def _tc_name(self) -> str:
         """Tensor-core families: the warp tile is made of mma (or wmma) tiles, so there are no thread

@@ -80,6 +80,11 @@ _HALF_PRESETS: dict[str, tuple[KernelConfig, str]] = {
                 "WMMA fp16 with a cp.async double buffer: the next tile lands while this one is used"),
     "wmma-fast": (_WMMA_FAST, "WMMA fp16, 128x256 tiles of 8 warps of 64x64, 3 cp.async stages, raster 8"),
     "wmma-bf16": (_WMMA_FAST.replace(dtype="bf16"), "WMMA bf16: wmma-fast on bfloat16 inputs (fp32's range, 8-bit mantissa)"),
+    # Accumulating straight on the tensor cores, like cuBLAS: 32 independent HMMA chains per warp and no
+    # FADDs, where the partial sums hold ~4 chains in 255 registers (wmma-fast ran at 31% of cuBLAS HGEMM
+    # on an H100); the error grows with K like cuBLAS's own.
+    "wmma-direct": (_WMMA_FAST.replace(partials=False),
+                    "WMMA fp16, wmma-fast accumulating straight on the tensor cores like cuBLAS (faster, error grows with K)"),
 }
 
 V13_DOC = "autotuned: the best stored config for this GPU, else the best built-in one for its architecture"

@@ -86,6 +86,14 @@ def _dtype(c, d):
     return None
 
 
+@rule("PARTIALS")
+def _partials(c, d):
+    if c.family not in HALF and not c.partials:
+        return (f"partials = false applies to the half family ({', '.join(HALF)}) only; the {c.family} family "
+                "has no such choice, leave it true")
+    return None
+
+
 @rule("THREADS")
 def _threads(c, d):
     t = c.threads if min(c.BM, c.BN, c.WM, c.WN) > 0 else 0

@@ -98,10 +98,12 @@ def _padding(c, d):
 
 def register_estimate(c: KernelConfig) -> int:
     """Rough registers per thread: accumulators, the A fragments of one partial sum's k16 steps (two
-    at most), one column of B fragments, the fresh partial sum of one tile, single-stage staging
-    registers, and addressing."""
+    at most), one column of B fragments, the fresh partial sum of one tile (without partials: one k16
+    step of A and B fragments), single-stage staging registers, and addressing."""
     ks = min(max(c.BK // WMMA_K, 1), 2)
     frags = (c.WM // WMMA_M) * ks * FRAGMENT_REGS + ks * FRAGMENT_REGS + 8
+    if not c.partials:   # straight into the accumulators: one k16 step of A and B fragments at a time
+        frags = (c.WM // WMMA_M + c.WN // WMMA_N) * FRAGMENT_REGS
     per_reg = 2 if c.vec > 1 else 1                 # halves per staging register
     staging = 0 if c.async_copy else (c.BM + c.BN) * c.BK // (per_reg * max(c.threads, 1))
     return c.accumulators + frags + staging + 40

@@ -54,6 +54,7 @@ CASES = {
     "wmma padding": (preset("wmma").replace(pad_a=4), ["WMMA_PADDING"]),
     "wmma stages": (preset("wmma").replace(stages=3), ["WMMA_PIPELINE"]),
     "wmma swizzle": (preset("wmma-fast").replace(swz_b=8), ["WMMA_DEFAULTS"]),
+    "partials outside the half family": (preset("tf32x3").replace(partials=False), ["PARTIALS"]),
 }
 
 

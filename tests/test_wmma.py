@@ -15,7 +15,7 @@ from gemmgen.render import emit, render
 from gemmgen.rules import explain
 from gemmgen.rules_wmma import UNUSED
 
-WMMA = ("wmma", "wmma-db", "wmma-fast", "wmma-bf16")
+WMMA = ("wmma", "wmma-db", "wmma-fast", "wmma-bf16", "wmma-direct")
 LAYOUTS = ("NN", "NT", "TN", "TT")
 ARCHS = ("sm_80", "sm_86", "sm_90")
 _KB = 1024
@@ -30,7 +30,7 @@ def _rules(cfg, device="sm_90"):
 
 # ---- presets ------------------------------------------------------------------------------------
 def test_presets_close_the_list():
-    assert names()[-4:] == list(WMMA)
+    assert names()[-5:] == list(WMMA)
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90", "rtx3090", "a10", "l4", "a100", "h100"])
@@ -50,6 +50,8 @@ def test_fast_and_bf16_presets():
     fast, bf16 = preset("wmma-fast"), preset("wmma-bf16")
     assert (fast.BM, fast.BN, fast.WM, fast.WN, fast.threads, fast.stages) == (128, 256, 64, 64, 256, 3)
     assert bf16.replace(dtype="f16", label="wmma-fast") == fast and bf16.dtype == "bf16"
+    direct = preset("wmma-direct")
+    assert direct.replace(partials=True, label="wmma-fast") == fast and direct.name.endswith("_f16_direct")
 
 
 def test_precision_is_the_input_type():
@@ -234,6 +236,12 @@ def test_each_stage_is_summed_into_a_fresh_partial():
     assert "constexpr int KP = KS < 2 ? KS : 2;" in code     # two k16 steps per partial
 
 
+def test_direct_accumulation_has_no_partials():
+    code = emit(preset("wmma-direct"))
+    assert "wmma_mma(acc[i][j], fa[i], fb[j])" in code and "p.x[t]" not in code
+    assert _rules(preset("v8").replace(partials=False)) == ["PARTIALS"]
+
+
 def test_pipeline_follows_stages():
     single, ring = emit(preset("wmma")), emit(preset("wmma-fast"))
     assert "cp_async" not in single and "vec_t stA[" in single
@@ -308,7 +316,7 @@ def test_small_warp_tiles_do_not_spill_in_any_layout(compiled, name, layout):
 def test_64x64_warp_tiles_stay_within_registers_in_every_layout(compiled):
     """128 accumulators + a stage's fragments fill the 255 registers: ptxas may spill a pointer or two
     (a few bytes, L1-resident) in some layouts, never the accumulators."""
-    for name in ("wmma-fast", "wmma-bf16"):
+    for name in ("wmma-fast", "wmma-bf16", "wmma-direct"):
         for layout in LAYOUTS:
             cfg = preset(name).replace(layout=layout)
             for arch in ARCHS:

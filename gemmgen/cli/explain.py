@@ -76,8 +76,11 @@ def half_features(c: KernelConfig) -> list[str]:
         f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 32} warps); each warp "
         f"a {c.WM}x{c.WN} tile of {c.WM // 16}x{c.WN // 16} WMMA tiles of 16x16x16 ({c.accumulators} fp32 accumulators "
         "per thread)",
-        f"{words} inputs, exact products on the tensor cores; each {c.BK}-deep stage is summed into a fresh partial "
-        "and added to the fp32 accumulators with round-to-nearest adds (the tensor cores truncate their running sums)",
+        (f"{words} inputs, exact products on the tensor cores; each pair of k16 steps is summed into a fresh partial "
+         "and added to the fp32 accumulators with round-to-nearest adds (the tensor cores truncate their running sums)"
+         if c.partials else
+         f"{words} inputs, exact products accumulated straight on the tensor cores, as cuBLAS does (their truncating "
+         "fp32 sums err more as K grows)"),
         (f"K advances {c.BK} at a time through a ring of {c.stages} shared-memory stages filled by cp.async, "
          f"{c.stages - 1} tiles in flight" if c.async_copy else
          f"K advances {c.BK} at a time through one shared-memory buffer, loaded and then used between two barriers"),

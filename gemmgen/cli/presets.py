@@ -27,7 +27,8 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
     if c.family in HALF:   # a warp tile of 16x16x16 wmma tiles; vec counts halves
         stages = f"{c.stages} cp.async" if c.async_copy else f"{c.stages}"
         return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wmma16x16x16", f"{c.vec}", stages,
-                " ".join([c.dtype] + [w for w in _extras(c) if w != "A^T"]), describe(name))
+                " ".join([c.dtype] + (["direct"] if not c.partials else []) + [w for w in _extras(c) if w != "A^T"]),
+                describe(name))
     if c.tensor_core:   # a warp tile of m16n8k8 mma tiles: no thread tile
         return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "mma16x8x8", f"{c.vec}",
                 f"{c.stages} cp.async", " ".join([c.family] + [w for w in _extras(c) if w != "A^T"]), describe(name))

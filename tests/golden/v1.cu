@@ -14,8 +14,8 @@
 //   {"BK": 8, "BM": 32, "BN": 32, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 32, "WNITER": 1, "a
 //   _kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32", "fa
 //   mily": "naive", "frag": "lds", "label": "v1", "layout": "NN", "min_blocks": 1, "mma": "sync", "p
-//   ad_a": 0, "pad_b": 0, "prefetch": false, "raster": 1, "reduce": "atomic", "split_k": 1, "stages"
-//   : 1, "swz_a": 1, "swz_b": 1, "vec": 4}
+//   ad_a": 0, "pad_b": 0, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic", "spl
+//   it_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 4}
 //
 // Produced by: gemmgen emit golden v1
 // =====================================================================================================

@@ -14,8 +14,8 @@
 //   {"BK": 32, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 32, "WMITER": 1, "WN": 32, "WNITER": 1,
 //    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f16", 
 //   "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "min_blocks": 1, "mma": "sync"
-//   , "pad_a": 8, "pad_b": 8, "prefetch": false, "raster": 1, "reduce": "atomic", "split_k": 1, "sta
-//   ges": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
+//   , "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic", 
+//   "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
 // Produced by: gemmgen emit golden wmma
 // =====================================================================================================
@@ -88,6 +88,7 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 136 + (n); }
 // one shared-memory buffer (load, barrier, compute, barrier); each stage is 2 k16 steps per tile,
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
+
 extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x32_v8_ap8s1_bp8s1_r1_s1r_k1_chk_f16(
     const int M, const int N, const int K, const float alpha,
     const f16_bits* __restrict__ A, const int lda,
@@ -210,6 +211,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x
             }
         }
     }
+
         __syncthreads();   // also frees shared memory for the epilogue after the last tile
     }
 

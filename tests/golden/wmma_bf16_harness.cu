@@ -14,8 +14,8 @@
 //   {"BK": 32, "BM": 128, "BN": 256, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 64, "WNITER": 1,
 //    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "bf16", 
 //   "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "min_blocks": 1, "mma": "
-//   sync", "pad_a": 8, "pad_b": 8, "prefetch": false, "raster": 8, "reduce": "atomic", "split_k": 1,
-//    "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
+//   sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8, "reduce": "atom
+//   ic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
 // Produced by: gemmgen emit golden wmma_bf16_harness
 // =====================================================================================================
@@ -101,6 +101,7 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 264 + (n); }
 // 3 shared-memory stages filled by cp.async; each stage is 2 k16 steps per tile,
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
+
 extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16(
     const int M, const int N, const int K, const float alpha,
     const bf16_bits* __restrict__ A, const int lda,
@@ -322,6 +323,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
             }
         }
     }
+
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
         write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }

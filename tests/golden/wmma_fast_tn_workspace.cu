@@ -15,8 +15,8 @@
 //   {"BK": 32, "BM": 128, "BN": 256, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 64, "WNITER": 1,
 //    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "f16", "
 //   family": "wmma", "frag": "lds", "label": "", "layout": "TN", "min_blocks": 1, "mma": "sync", "pa
-//   d_a": 8, "pad_b": 8, "prefetch": false, "raster": 8, "reduce": "workspace", "split_k": 2, "stage
-//   s": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
+//   d_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8, "reduce": "workspace", "s
+//   plit_k": 2, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
 // Produced by: gemmgen emit golden wmma_fast_tn_workspace
 // =====================================================================================================
@@ -116,6 +116,7 @@ extern "C" __global__ void gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k
 // 3 shared-memory stages filled by cp.async; each stage is 2 k16 steps per tile,
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
+
 extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k2w_chk_f16(
     const int M, const int N, const int K, const float alpha,
     const f16_bits* __restrict__ A, const int lda,
@@ -339,6 +340,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
             }
         }
     }
+
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
         write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }

@@ -27,7 +27,11 @@ def test_preset_correct(session, cfg, shape, layout):
     if cfg.family == "naive" and shape in ("4097x4095x1023", "3000x5000x700") and layout != "NN":
         pytest.skip("naive kernels: one layout suffices at the slow shapes")
     _skip_other_layouts_of_wgmma(cfg, layout)
-    errors = session.check(cfg.replace(layout=layout), Shape.parse(shape, layout), seed=hash(shape) % 1000)
+    s = Shape.parse(shape, layout)
+    if not cfg.partials and min(s.M, s.N) == 1:
+        pytest.skip("accumulation on the tensor cores against cuBLAS's exact-FMA path for M=1 or N=1: "
+                    "the gate decides per shape; tests/gpu/test_wmma_gpu.py bounds the error")
+    errors = session.check(cfg.replace(layout=layout), s, seed=hash(shape) % 1000)
     assert errors["err_cublas"] <= gate_bound(cfg) and errors["err_fp64"] <= gate_bound(cfg)
 
 
