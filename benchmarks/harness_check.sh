@@ -10,7 +10,9 @@ build() {
   python3 -m gemmgen.cli emit --preset "$1" --arch "$3" --harness -o "$2/$1.cu" 2>/dev/null &&
   local target
   target=$(python3 -c "from gemmgen.presets import preset; print(preset('$1').target_arch('$3'))")   # sm_90a for wgmma
-  nvcc -O3 -arch="$target" "$2/$1.cu" -lcublas -o "$2/$1" 2> "$2/$1.build.log" || echo "BUILD FAILED $1"
+  local flags
+  flags=$(python3 -c "from gemmgen.ptxas import arch_flags; print(' '.join(arch_flags('$target')))")
+  nvcc -O3 $flags "$2/$1.cu" -lcublas -o "$2/$1" 2> "$2/$1.build.log" || echo "BUILD FAILED $1"
 }
 export -f build
 printf '%s\n' $presets | xargs -P 16 -I{} bash -c "build {} $out $arch"

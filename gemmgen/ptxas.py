@@ -243,6 +243,19 @@ def _wheel_roots() -> list[Path]:
     return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
 
 
+def arch_flags(arch: str) -> list[str]:
+    """nvcc flags of a whole-program build for ``arch``. An arch-specific target (sm_90a: wgmma) is
+    named with -gencode: a plain -arch=sm_90a program build also runs ptxas on compute_90 PTX, which
+    has no wgmma.
+
+    >>> arch_flags("sm_90a"), arch_flags("sm_86")
+    (['-gencode=arch=compute_90a,code=sm_90a'], ['-arch=sm_86'])
+    """
+    if arch.endswith("a"):
+        return [f"-gencode=arch=compute_{arch[3:]},code={arch}"]
+    return [f"-arch={arch}"]
+
+
 def build_program(source: SourceLike, output: str | Path, arch: str = "sm_90",
                   timeout: float = 600.0) -> str:
     """Build a whole program (a --harness source) with cuBLAS: ``nvcc -O3 -arch=ARCH k.cu -lcublas -o OUT``.
@@ -256,7 +269,7 @@ def build_program(source: SourceLike, output: str | Path, arch: str = "sm_90",
     with tempfile.TemporaryDirectory(prefix="gemmgen-build-") as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(code)
-        cmd = [nvcc_path(), "-O3", "-std=c++17", f"-arch={arch}", str(cu), *cublas_flags(), "-o", str(output)]
+        cmd = [nvcc_path(), "-O3", "-std=c++17", *arch_flags(arch), str(cu), *cublas_flags(), "-o", str(output)]
         return _run(cmd, timeout, code)[0]
 
 
