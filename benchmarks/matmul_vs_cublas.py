@@ -1,0 +1,144 @@
+"""gemmgen.matmul against cuBLAS SGEMM (strict fp32, TF32 off), interleaved in one process.
+
+For every shape of the set (benchmarks/shapes.toml, or --shape MxNxK[/LAYOUT] ...) it times what a user
+gets from ``gemmgen.matmul`` (dispatch included) and cuBLAS SGEMM on the same operands, alternating run
+by run with the L2 flushed before each, and prints per shape: both TFLOP/s, the ratio, the kernel matmul
+dispatched to, and the relative Frobenius error of each against float64. The geometric mean of the
+ratios closes the table.
+
+    python benchmarks/matmul_vs_cublas.py                       # the set of issue 11
+    python benchmarks/matmul_vs_cublas.py --family simt         # dispatch restricted to the SIMT family
+    python benchmarks/matmul_vs_cublas.py --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+os.environ.setdefault("CUPY_TF32", "0")   # CuPy's own matmul strict fp32 as well
+
+HERE = Path(__file__).resolve().parent
+
+
+def load_shapes(path: Path) -> list[tuple[int, int, int, str]]:
+    """(M, N, K, layout) of every [[shape]] in a TOML file."""
+    data = tomllib.loads(path.read_text())
+    return [(*map(int, s["mnk"]), s.get("layout", "NN").upper()) for s in data["shape"]]
+
+
+def parse_shape(text: str) -> tuple[int, int, int, str]:
+    """'MxNxK' or 'MxNxK/LAYOUT'."""
+    dims, _, layout = text.partition("/")
+    M, N, K = (int(x) for x in dims.lower().split("x"))
+    return M, N, K, (layout or "NN").upper()
+
+
+def operands(M: int, N: int, K: int, layout: str, seed: int):
+    """Random A (M x K) and B (K x N) in the layout, as views of their stored arrays, and their stores."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    rand = lambda shape: rng.uniform(-1.0, 1.0, size=shape, dtype=cupy.float32)
+    a_store = rand((M, K) if layout[0] == "N" else (K, M))
+    b_store = rand((K, N) if layout[1] == "N" else (N, K))
+    A = a_store if layout[0] == "N" else a_store.T
+    B = b_store if layout[1] == "N" else b_store.T
+    return A, B, a_store, b_store
+
+
+def rel_error(c, ref) -> float:
+    import cupy
+
+    return float(cupy.linalg.norm(c.astype(cupy.float64) - ref) / cupy.linalg.norm(ref))
+
+
+def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | None, seed: int = 0) -> dict:
+    import cupy
+
+    import gemmgen
+    from gemmgen.devices import detect
+    from gemmgen.outcome import Shape
+    from gemmgen.problem import cublas_call
+    from gemmgen.timing import L2Flusher, bench_interleaved
+
+    A, B, a_store, b_store = operands(M, N, K, layout, seed)
+    c_gg = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+    c_cb = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+    kwargs = {"family": family} if family else {}
+    run_gg = lambda: gemmgen.matmul(A, B, out=c_gg, **kwargs)
+    run_cb = cublas_call("fp32", Shape(M, N, K, layout), a_store, b_store, c_cb)
+    run_gg()
+    run_cb()
+    ref = cupy.matmul(A.astype(cupy.float64), B.astype(cupy.float64))
+    err_gg, err_cb = rel_error(c_gg, ref), rel_error(c_cb, ref)
+    del ref
+    spec = detect(cupy.cuda.Device().id)
+    t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
+    lib = gemmgen.load(**kwargs)
+    kernel = lib.kernel_for(M, N, K, layout, A.strides[0 if layout[0] == "N" else 1] // 4,
+                            B.strides[0 if layout[1] == "N" else 1] // 4, N)
+    flops = 2.0 * M * N * K
+    return {"shape": f"{M}x{N}x{K}", "layout": layout, "gemmgen_tflops": flops / t_gg.median / 1e9,
+            "cublas_tflops": flops / t_cb.median / 1e9, "ratio": t_cb.median / t_gg.median,
+            "gemmgen_ms": t_gg.median, "cublas_ms": t_cb.median, "kernel": kernel.config.name,
+            "family": kernel.config.family, "err_gemmgen": err_gg, "err_cublas": err_cb}
+
+
+def table(rows: list[dict]) -> str:
+    head = ("shape", "layout", "cuBLAS TFLOP/s", "gemmgen TFLOP/s", "ratio", "err gemmgen", "err cuBLAS", "kernel")
+    body = [(r["shape"], r["layout"], f"{r['cublas_tflops']:.2f}", f"{r['gemmgen_tflops']:.2f}",
+             f"{r['ratio']:.2f}x", f"{r['err_gemmgen']:.1e}", f"{r['err_cublas']:.1e}", r["kernel"]) for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+    out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, body)]
+    return "\n".join(out)
+
+
+def geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--shapes", type=Path, default=HERE / "shapes.toml", help="TOML file of shapes (default: the set)")
+    ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]",
+                    help="time these shapes instead of the file's (repeatable)")
+    ap.add_argument("--family", help="restrict matmul's dispatch to one family (e.g. simt)")
+    ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per shape in ms (default 200)")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    args = ap.parse_args(argv)
+    shapes = [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes)
+
+    import cupy
+
+    from gemmgen.devices import detect
+
+    spec = detect(cupy.cuda.Device().id)
+    rows = []
+    for M, N, K, layout in shapes:
+        t = time.time()
+        rows.append(measure(M, N, K, layout, args.rep_ms, args.family))
+        r = rows[-1]
+        print(f"{r['shape']} {layout}: {r['gemmgen_tflops']:.2f} vs {r['cublas_tflops']:.2f} TFLOP/s "
+              f"({r['ratio']:.2f}x) {r['kernel']} [{time.time() - t:.1f} s]", file=sys.stderr, flush=True)
+    print(f"\n{spec.name} ({spec.sm_count} SMs), gemmgen.matmul{' family=' + args.family if args.family else ''} "
+          "vs cuBLAS SGEMM (strict fp32), interleaved, L2 flushed before each run\n")
+    print(table(rows))
+    nn = [r["ratio"] for r in rows if r["layout"] == "NN"]
+    print(f"\ngeometric mean of the ratios: {geomean(r['ratio'] for r in rows):.3f}x over all {len(rows)} rows, "
+          f"{geomean(nn):.3f}x over the {len(nn)} NN rows; lowest {min(r['ratio'] for r in rows):.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
