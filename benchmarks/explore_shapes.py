@@ -25,11 +25,11 @@ SET = ("1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x10
        "128x4096x4096,4096x128x4096,16384x16384x128,1000x1000x1000,4097x4097x4097,3000x5000x700")
 
 
-def candidates(splits=(1, 2, 4, 8)):
-    """(label, config) of the fp32-accurate families."""
-    yield "v13", preset("v13")
-    yield "tf32x3", preset("tf32x3")
-    base = preset("tf32x3-wgmma").replace(label="")
+def candidates(splits=(1, 2, 4, 8), layout="NN"):
+    """(label, config) of the fp32-accurate families in one layout."""
+    yield "v13", preset("v13").replace(layout=layout)
+    yield "tf32x3", preset("tf32x3").replace(layout=layout)
+    base = preset("tf32x3-wgmma").replace(label="", layout=layout, pad_b=4 if layout[1] == "T" else 8)
     tiles = {"128x128": dict(BM=128, WM=128, BN=128), "64x128": dict(BM=64, WM=64, BN=128),
              "128x64": dict(BM=128, WM=128, BN=64), "64x64": dict(BM=64, WM=64, BN=64)}
     pipes = {"bk64s2": dict(BK=64, stages=2), "bk32s4": dict(BK=32, stages=4)}
@@ -44,16 +44,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--shapes", default=SET)
     ap.add_argument("--rep-ms", type=float, default=20.0)
+    ap.add_argument("--splits", default="1,2,4,8", help="split-K values of the wgmma candidates")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
-    cands = list(candidates())
+    shapes = [Shape.parse(s) for s in args.shapes.split(",")]
+    splits = tuple(int(k) for k in args.splits.split(","))
+    cands = {lay: list(candidates(splits, lay)) for lay in dict.fromkeys(s.layout for s in shapes)}
     t = time.time()
-    compile_many([render(c, "h100") for _, c in cands], "sm_90")
-    print(f"{len(cands)} candidates compiled in {time.time() - t:.1f} s", flush=True)
+    compile_many([render(c, "h100") for cs in cands.values() for _, c in cs], "sm_90")
+    print(f"{sum(map(len, cands.values()))} candidates compiled in {time.time() - t:.1f} s", flush=True)
     session, rows = Session(0), []
-    for shape in map(Shape.parse, args.shapes.split(",")):
+    for shape in shapes:
         t = time.time()
-        for label, cfg in cands:
+        for label, cfg in cands[shape.layout]:
             try:
                 m = session.measure(cfg, shape, warmup_ms=5, rep_ms=args.rep_ms)
             except Failure as exc:

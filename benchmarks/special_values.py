@@ -45,11 +45,13 @@ def main(argv=None) -> int:
         cfg = preset(name, spec.arch)
         k = LoadedKernel(cfg, compile_source(render(cfg, spec), spec.arch))
         run = lambda a, b, c: k.launch(Operands(M, N, K, a.data.ptr, K, b.data.ptr, N, c.data.ptr, N))
-        for what in ("inf", "-inf", "nan", "mixed"):
+        for what in ("inf", "-inf", "nan", "mixed", "inf*0", "inf*1"):
             a = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
             b = rng.uniform(-1, 1, (K, N), dtype=cupy.float32)
-            vals = {"inf": [cupy.inf], "-inf": [-cupy.inf], "nan": [cupy.nan],
-                    "mixed": [cupy.inf, -cupy.inf, cupy.nan]}[what]
+            vals = {"inf": [cupy.inf], "-inf": [-cupy.inf], "nan": [cupy.nan], "inf*0": [cupy.inf],
+                    "inf*1": [-cupy.inf], "mixed": [cupy.inf, -cupy.inf, cupy.nan]}[what]
+            if what in ("inf*0", "inf*1"):   # the row of B that meets A's Inf: zeros (NaN in SGEMM), or ones
+                b[3, :] = 0.0 if what == "inf*0" else 1.0                  # (exact in TF32: small part 0)
             for i, v in enumerate(vals):
                 a[(5 + 17 * i) % M, (3 + 31 * i) % K] = v
                 b[(11 + 13 * i) % K, (7 + 29 * i) % N] = v

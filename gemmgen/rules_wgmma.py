@@ -2,7 +2,8 @@
 
 The variant computes C^T = B^T A^T with ``wgmma.mma_async.m64nBMk8``: a warpgroup (128 threads) owns 64
 columns of C and all BM rows, A is read by the tensor cores from shared memory (K-major, 128-byte
-swizzle) and B from registers. Registered into :mod:`gemmgen.rules` like :mod:`gemmgen.rules_tc`.
+swizzle; a column-major A is transposed into that tile stage by stage) and B from registers, in every
+layout. Registered into :mod:`gemmgen.rules` like :mod:`gemmgen.rules_tc`.
 
 >>> from gemmgen.config import KernelConfig
 >>> from gemmgen.devices import for_arch
@@ -48,15 +49,6 @@ def _arch(c, d):
     return None
 
 
-@_wg("WGMMA_LAYOUT")
-def _layout(c, d):
-    if c.layout != "NN":
-        return (f"layout {c.layout}: TF32 wgmma reads only K-major shared operands, so the variant needs A "
-                "row-major (k contiguous) and B row-major (read into registers); use mma = 'sync' for "
-                "NT, TN and TT")
-    return None
-
-
 @_wg("WGMMA_TILE")
 def _tile(c, d):
     out = []
@@ -82,7 +74,7 @@ def _smem(c, d):
         out.append(f"swz_a = {c.swz_a}, pad_a = {c.pad_a}: A is laid out as wgmma's descriptor names it "
                    "(128-byte swizzle, no padding): swz_a = 8, pad_a = 0")
     if c.swz_b != 1:
-        out.append(f"swz_b = {c.swz_b}: B is read into registers from padded rows; swz_b = 1 (use pad_b = 8)")
+        out.append(f"swz_b = {c.swz_b}: B is read into registers from padded rows; swz_b = 1 (use pad_b = 8 for layout xN, 4 for xT)")
     return "; ".join(out) or None
 
 

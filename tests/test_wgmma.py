@@ -46,7 +46,6 @@ def test_geometry_is_warpgroups():
 
 
 @pytest.mark.parametrize("change, rule", [
-    (dict(layout="TN"), "WGMMA_LAYOUT"),
     (dict(WN=32), "WGMMA_TILE"),
     (dict(BK=16), "WGMMA_TILE"),
     (dict(BM=264, WM=264), "WGMMA_TILE"),
@@ -56,6 +55,19 @@ def test_geometry_is_warpgroups():
 ])
 def test_rules_name_what_is_wrong(change, rule):
     assert rule in _rules(preset("tf32x3-wgmma").replace(**change))
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_every_layout_is_valid(layout):
+    """A column-major A is transposed stage by stage into the K-major tile wgmma reads, which costs one
+    more BM x BK tile of shared memory; B is read into registers in either layout."""
+    cfg = preset("tf32x3-wgmma").replace(layout=layout)
+    assert _rules(cfg) == []
+    tiles = 2 if layout[0] == "T" else 1   # the small parts, and the transposed tile
+    assert cfg.smem_bytes == cfg.smem_per_stage * cfg.stages + tiles * 4 * cfg.BM * cfg.BK
+    src = emit(cfg)
+    assert ("sT + p_off(k, m)" in src) == (layout[0] == "T")
+    assert ("return n * LDS_B + k;" in src) == (layout[1] == "T")
 
 
 def test_wgmma_is_only_a_tf32_variant():
@@ -93,4 +105,8 @@ def test_presets_compile_for_sm_90a(name, bounds):
     # 3xTF32 at BK=64 sits at the register limit: ptxas keeps a few words on the stack (at most 112
     # bytes, measured no slower than BK=32 without spills); TF32 never spills
     assert res.spills <= (256 if cfg.family == "tf32x3" else 0), res   # stores plus loads
-    assert not re.search(r"wgmma.*serializ", report.log), report.log
+    # ptxas serializes wgmma around a call; 3xTF32 calls its safe-split tile function (for Inf inputs) only
+    # after the last wgmma of the tile has been waited for. No other serialization is acceptable.
+    serial = [line for line in report.log.splitlines() if re.search(r"wgmma.*serializ", line)]
+    allowed = "crossing function boundary at a function call" if cfg.family == "tf32x3" else None
+    assert all(allowed and allowed in line for line in serial), serial

@@ -1,6 +1,6 @@
-"""The Hopper wgmma variant of the TF32 families on an sm_90 GPU: correct on every shape (ragged
-edges, unaligned leading dimensions, alpha/beta, C poisoned with NaN), split-K both ways, the fast path
-on whole tiles, and 3xTF32 as accurate as strict fp32 SGEMM."""
+"""The Hopper wgmma variant of the TF32 families on an sm_90 GPU: correct on every shape and layout
+(ragged edges, unaligned leading dimensions, alpha/beta, C poisoned with NaN), split-K both ways, the
+fast path on whole tiles, and 3xTF32 as accurate as strict fp32 SGEMM."""
 from __future__ import annotations
 
 import pytest
@@ -23,6 +23,13 @@ VARIANTS = {
     "raster1": dict(raster=1, pad_b=4),
 }
 BOUND = {"tf32x3": 1e-5, "tf32": 5e-3}
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+
+
+def _in(cfg, layout):
+    """The config in a layout, with B's rows padded as that layout wants (8 floats n-contiguous, 4 k-)."""
+    return cfg.replace(layout=layout, pad_b=4 if layout[1] == "T" else 8,
+                       stages=min(cfg.stages, 3) if layout[0] == "T" else cfg.stages)
 
 
 @pytest.fixture(scope="module")
@@ -32,26 +39,29 @@ def hopper(session):
     return session
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("family", FAMILIES)
-def test_presets_correct(hopper, family, shape):
-    errors = hopper.check(preset(f"{family}-wgmma"), Shape.parse(shape), seed=len(shape))
+def test_presets_correct(hopper, family, shape, layout):
+    errors = hopper.check(_in(preset(f"{family}-wgmma"), layout), Shape.parse(shape, layout), seed=len(shape))
     assert max(errors.values()) <= BOUND[family]
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("family", FAMILIES)
-def test_variants_correct(hopper, family, variant):
-    cfg = preset(f"{family}-wgmma").replace(**VARIANTS[variant])
-    for shape, pad in ((Shape(515, 259, 131), 1), (Shape(1000, 777, 555), 0), (Shape(256, 256, 256), 3)):
-        errors = hopper.check(cfg, shape, seed=5, pad=pad)
-        assert max(errors.values()) <= BOUND[family], (shape, pad)
+def test_variants_correct(hopper, family, variant, layout):
+    cfg = _in(preset(f"{family}-wgmma").replace(**VARIANTS[variant]), layout)
+    for (M, N, K), pad in (((515, 259, 131), 1), ((1000, 777, 555), 0), ((256, 256, 256), 3)):
+        errors = hopper.check(cfg, Shape(M, N, K, layout), seed=5, pad=pad)
+        assert max(errors.values()) <= BOUND[family], (M, N, K, pad)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("family", FAMILIES)
-def test_fast_path_on_whole_tiles(hopper, family):
-    cfg = preset(f"{family}-wgmma").replace(bounds="none")
-    assert hopper.check(cfg, Shape(1024, 512, 256))["err_fp64"] <= BOUND[family]
+def test_fast_path_on_whole_tiles(hopper, family, layout):
+    cfg = _in(preset(f"{family}-wgmma"), layout).replace(bounds="none")
+    assert hopper.check(cfg, Shape(1024, 512, 256, layout))["err_fp64"] <= BOUND[family]
 
 
 def test_tf32x3_wgmma_is_as_accurate_as_sgemm(hopper):

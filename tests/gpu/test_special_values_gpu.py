@@ -1,0 +1,92 @@
+"""The fp32 promise on every input: Inf and NaN in A or B come out where cuBLAS SGEMM puts them (3xTF32
+used to turn an Inf into NaN: the small part of Inf was Inf - Inf), and inputs scaled by large and
+small powers of two are as accurate as SGEMM. Every fp32-accurate kernel family, every layout."""
+from __future__ import annotations
+
+import pytest
+
+from gemmgen.gate import allowed, rel_error
+from gemmgen.outcome import Shape
+from gemmgen.presets import preset
+from gemmgen.problem import cublas_call
+
+pytestmark = pytest.mark.gpu
+
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+PLANTS = {"inf": [float("inf")], "-inf": [float("-inf")], "nan": [float("nan")],
+          "all": [float("inf"), float("-inf"), float("nan")]}
+
+
+def _fp32_kernels(session):
+    names = ["v13", "tf32x3"] + (["tf32x3-wgmma"] if session.spec.cc == (9, 0) else [])
+    return [preset(n, session.spec.arch) for n in names]
+
+
+def _classes(c):
+    import cupy
+
+    return cupy.stack([cupy.isnan(c), cupy.isposinf(c), cupy.isneginf(c)])
+
+
+def _differences(cfg, plant, ours, ref) -> str:
+    import cupy
+
+    where = cupy.argwhere((_classes(ours) != _classes(ref)).any(axis=0))[:5].get().tolist()
+    return (f"{cfg.label} with {plant} planted: NaN/+Inf/-Inf counts {_classes(ours).sum(axis=(1, 2)).get().tolist()} "
+            f"vs SGEMM's {_classes(ref).sum(axis=(1, 2)).get().tolist()}; first differences "
+            + ", ".join(f"C[{i},{j}] = {float(ours[i, j])} vs {float(ref[i, j])}" for i, j in where))
+
+
+def _run_both(session, cfg, shape, a_store, b_store):
+    """(ours, SGEMM's) C for the stored operands, both computed into C filled with 1.0."""
+    import cupy
+
+    from gemmgen.launch import Operands
+
+    wgmma_t = cfg.mma == "wgmma" and shape.layout[1] == "T"   # B's k-contiguous rows want 4 floats of padding
+    k = session.kernel(cfg.replace(layout=shape.layout, pad_b=4 if wgmma_t else cfg.pad_b))
+    ours = cupy.ones((shape.M, shape.N), cupy.float32)
+    ref = cupy.ones((shape.M, shape.N), cupy.float32)
+    k.launch(Operands(shape.M, shape.N, shape.K, a_store.data.ptr, a_store.shape[1], b_store.data.ptr,
+                      b_store.shape[1], ours.data.ptr, shape.N))
+    cublas_call("fp32", shape, a_store, b_store, ref)()
+    return ours, ref
+
+
+def _stores(shape, seed, scale=1.0):
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (shape.M, shape.K) if shape.layout[0] == "N" else (shape.K, shape.M), dtype=cupy.float32)
+    b = rng.uniform(-1, 1, (shape.K, shape.N) if shape.layout[1] == "N" else (shape.N, shape.K), dtype=cupy.float32)
+    return a * cupy.float32(scale), b * cupy.float32(scale)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("plant", PLANTS)
+def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
+    shape = Shape(200, 136, 300, layout)
+    for cfg in _fp32_kernels(session):
+        a, b = _stores(shape, seed=len(plant))
+        for i, v in enumerate(PLANTS[plant]):
+            a[(5 + 17 * i) % a.shape[0], (3 + 31 * i) % a.shape[1]] = v
+            b[(11 + 13 * i) % b.shape[0], (7 + 29 * i) % b.shape[1]] = v
+        ours, ref = _run_both(session, cfg, shape, a, b)
+        got, want = _classes(ours), _classes(ref)
+        assert int(want.sum()) > 100, "the planted values reach whole rows and columns of C"
+        assert bool((got == want).all()), _differences(cfg, plant, ours, ref)
+
+
+@pytest.mark.parametrize("exponent", [-48, -24, 24, 48])
+def test_extreme_magnitudes_are_as_accurate_as_sgemm(session, exponent):
+    """A and B scaled by 2^e: products span 2^(2e-20)..2^(2e) (normal floats), so SGEMM keeps its
+    accuracy, and so must the split of 3xTF32 (its small parts are 2^-11 of the inputs)."""
+    import cupy
+
+    shape = Shape(256, 192, 512)
+    for cfg in _fp32_kernels(session):
+        a, b = _stores(shape, seed=exponent & 0xff, scale=2.0 ** exponent)
+        ours, ref = _run_both(session, cfg, shape, a, b)
+        exact = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        err, sgemm = rel_error(ours, exact), rel_error(ref, exact)
+        assert err <= allowed("fp32", sgemm), (cfg.label, exponent, err, sgemm)
