@@ -14,12 +14,12 @@ import json
 import sys
 import time
 
-from gemmgen.compile import compile_many
-from gemmgen.measure import Session
-from gemmgen.outcome import Failure, Shape
-from gemmgen.presets import preset
-from gemmgen.render import render
-from gemmgen.rules import explain
+from gemmgen.build.parallel import compile_many
+from gemmgen.measure.session import Session
+from gemmgen.base import Failure, Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.codegen.render import render
+from gemmgen.kernel.rules import explain
 
 SET = ("1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,2048x2048x16384,"
        "128x4096x4096,4096x128x4096,16384x16384x128,1000x1000x1000,4097x4097x4097,3000x5000x700")
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     cands = list(candidates())
     t = time.time()
-    compile_many([render(c, "h100") for _, c in cands], "sm_90")
+    compile_many([(render(c, "h100"), "sm_90") for _, c in cands], compiler="nvrtc")
     print(f"{len(cands)} candidates compiled in {time.time() - t:.1f} s", flush=True)
     session, rows = Session(0), []
     for shape in map(Shape.parse, args.shapes.split(",")):

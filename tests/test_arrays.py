@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmgen.operands import check_matrix, element_type, layout_of, overlaps
+from gemmgen.runtime.arrays import check_matrix, element_type, layout_of, overlaps
 
 
 def fake(shape, strides_elems, dtype="float32", ptr=0):

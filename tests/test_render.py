@@ -14,11 +14,11 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from gemmgen.config import KernelConfig
-from gemmgen.presets import all_presets, names, preset
-from gemmgen.render import KernelSource, emit, environment, render
-from gemmgen.rules import InvalidConfig
-from gemmgen.space import sample_valid
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.presets import all_presets, names, preset
+from gemmgen.codegen.render import emit, environment, KernelSource, render
+from gemmgen.kernel.rules import InvalidConfig
+from gemmgen.tune.space import sample_valid
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GEMMGEN_UPDATE_GOLDEN") == "1"
@@ -41,14 +41,14 @@ def test_random_configs_render(layout):
 
 
 def test_split_k_sources_name_their_helper_kernels():
-    atomic = render(preset("v12"))
+    atomic = render(preset("v12"), "sm_90")
     assert atomic.kernel_names == (f"{atomic.name}_scale", atomic.name)
-    workspace = render(preset("v12").replace(reduce="workspace"))
+    workspace = render(preset("v12").replace(reduce="workspace"), "sm_90")
     assert f"{workspace.name}_reduce" in workspace.code
 
 
 def test_harness_is_appended_only_when_asked():
-    plain, full = emit(preset("v8")), emit(preset("v8"), harness=True)
+    plain, full = emit(preset("v8"), "sm_90"), emit(preset("v8"), "sm_90", harness=True)
     assert "int main(" not in plain
     assert full.startswith(plain) and "int main(int argc, char** argv)" in full
     assert "cublasSgemm" in full and "cudaEventElapsedTime" in full
@@ -75,7 +75,7 @@ def test_invalid_config_raises_before_rendering():
 
 
 def test_rendering_is_deterministic():
-    assert render(preset("v10")).digest == render(preset("v10")).digest
+    assert render(preset("v10"), "sm_90").digest == render(preset("v10"), "sm_90").digest
 
 
 # ---- golden files ----------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
+from .version import __version__
+
 
 @dataclass(frozen=True)
 class DeviceSpec:
@@ -146,8 +148,6 @@ def detect(device_id: int = 0) -> DeviceSpec:
 def fingerprint(device_id: int = 0) -> dict:
     """Identity of the present GPU and software, as stored beside tuned results."""
     import cupy
-
-    from . import __version__
 
     spec = detect(device_id)
     return {

@@ -2,7 +2,8 @@
 
 Like Triton's cache, a file is written beside its target and ``os.replace``d over it, so readers
 never see half a file; writers of the same file take ``<file>.lock`` first so none loses another's
-update (read-modify-write under the lock).
+update (read-modify-write under the lock). Results files (JSON) and cached cubins (bytes) are both
+written this way.
 
 >>> import pathlib, tempfile
 >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
@@ -19,7 +20,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 
 @contextlib.contextmanager
@@ -44,14 +45,32 @@ def write_atomic(path: Path, data: Any) -> None:
     >>> write_atomic(p, {"a": 1}); json.loads(p.read_text())
     {'a': 1}
     """
+    def dump(handle: IO) -> None:
+        json.dump(data, handle, indent=2)
+        handle.write("\n")
+    _replace(path, dump, "w")
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write bytes (a cubin) the same way: readers of ``path`` never see half of it.
+
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "k.cubin"
+    >>> write_bytes_atomic(p, b"ELF"); p.read_bytes()
+    b'ELF'
+    """
+    _replace(path, lambda handle: handle.write(data), "wb")
+
+
+def _replace(path: Path, write: Callable[[IO], Any], mode: str) -> None:
+    """Run ``write`` on a temp file beside ``path``, fsync it, then rename it over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
+        with os.fdopen(fd, mode) as handle:
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())  # the data must be on disk before the rename makes it visible
-        os.chmod(tmp, 0o644)            # mkstemp makes 0600; results are meant to be shared
+        os.chmod(tmp, 0o644)            # mkstemp makes 0600; results and caches are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

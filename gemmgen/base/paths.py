@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent   # gemmgen/, beside base/
 _KINDS = ("templates", "search", "results")
 
 

@@ -1,30 +1,26 @@
-"""Compile rendered kernels with nvcc, without a GPU, and read ptxas's resource report.
+"""Compile rendered kernels with nvcc, without a GPU: cubins with ptxas's resource report, and
+whole programs (the ``--harness`` main()) linked against cuBLAS.
 
-``nvcc -cubin -O3 -Xptxas -v`` prints, per kernel, the registers, the static shared memory, the
-stack frame and the bytes spilled to local memory. Spills matter: a spilled accumulator turns each
-FMA into a local-memory round trip, so a tile that spills is slower than a smaller one that fits.
-
->>> from gemmgen.presets import preset
->>> from gemmgen.render import render
->>> report = compile_cubin(render(preset("v5")), "sm_90")      # doctest: +SKIP
->>> report[preset("v5").name].spills                            # doctest: +SKIP
+>>> from gemmgen.kernel.presets import preset
+>>> from gemmgen.codegen.render import render
+>>> report = compile_cubin(render(preset("v5"), "sm_90"), "sm_90")      # doctest: +SKIP
+>>> report[preset("v5").name].spills                                    # doctest: +SKIP
 0
 """
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence, Union
+from typing import Sequence, Union
 
-from .outcome import CompileFailure
-from .render import KernelSource
+from ..base.outcome import CompileFailure
+from ..codegen.render import KernelSource
+from .logs import first_error, numbered
+from .resources import PtxasReport, parse
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 FLAGS = ("-O3", "-std=c++17", "-Xptxas", "-v")
@@ -32,46 +28,6 @@ FLAGS = ("-O3", "-std=c++17", "-Xptxas", "-v")
 
 class ToolkitMissing(FileNotFoundError):
     """nvcc is not installed where gemmgen looks for it (an environment problem, not a bad kernel)."""
-
-
-@dataclass(frozen=True)
-class KernelResources:
-    """What ptxas reports for one kernel on one architecture."""
-
-    name: str
-    arch: str
-    registers: int = 0
-    smem_bytes: int = 0        # static shared memory (gemmgen's kernels use dynamic shared memory)
-    stack_bytes: int = 0
-    spill_stores: int = 0      # bytes
-    spill_loads: int = 0       # bytes
-    barriers: int = 0
-
-    @property
-    def spills(self) -> int:
-        """Bytes spilled to local memory, stores plus loads (0 for a kernel that fits in registers)."""
-        return self.spill_stores + self.spill_loads
-
-
-@dataclass(frozen=True)
-class PtxasReport:
-    """Resources of every kernel in one compiled source, with the compiler's log."""
-
-    arch: str
-    kernels: dict[str, KernelResources] = field(default_factory=dict)
-    log: str = ""
-    seconds: float = 0.0
-
-    def __getitem__(self, name: str) -> KernelResources:
-        try:
-            return self.kernels[name]
-        except KeyError:
-            raise KeyError(f"no kernel {name!r} in the ptxas report; kernels: {', '.join(self.kernels)}") from None
-
-    @property
-    def spills(self) -> int:
-        """Spilled bytes summed over all kernels."""
-        return sum(k.spills for k in self.kernels.values())
 
 
 def nvcc_path() -> str:
@@ -105,42 +61,6 @@ def have_nvcc() -> bool:
     return True
 
 
-# ---- parsing ptxas -v ---------------------------------------------------------------------------
-_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\w+)'")
-_PROPS = re.compile(r"Function properties for (\S+)")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers")
-_SMEM = re.compile(r"(\d+) bytes smem")
-_BARRIERS = re.compile(r"used (\d+) barriers")
-
-
-def parse(log: str, arch: str = "") -> dict[str, KernelResources]:
-    """Per-kernel resources from the text ``-Xptxas -v`` prints.
-
-    >>> log = '''ptxas info    : Compiling entry function 'k' for 'sm_90'
-    ... ptxas info    : Function properties for k
-    ...     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
-    ... ptxas info    : Used 255 registers, used 1 barriers, 16 bytes smem'''
-    >>> parse(log)["k"].spills, parse(log)["k"].registers
-    (8, 255)
-    """
-    found: dict[str, dict] = {}
-    entry = props = None
-    for line in log.splitlines():
-        if m := _ENTRY.search(line):
-            entry, arch = m.group(1), m.group(2)
-            found[entry] = {"name": entry, "arch": arch}
-        elif m := _PROPS.search(line):
-            props = m.group(1)      # a frame line follows; it may belong to a non-inlined helper
-        elif (m := _FRAME.search(line)) and props in found:
-            found[props].update(stack_bytes=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
-        elif (m := _USED.search(line)) and entry in found:
-            found[entry]["registers"] = int(m[1])
-            found[entry]["smem_bytes"] = int(s[1]) if (s := _SMEM.search(line)) else 0
-            found[entry]["barriers"] = int(b[1]) if (b := _BARRIERS.search(line)) else 0
-    return {name: KernelResources(**{"arch": arch, **d}) for name, d in found.items()}
-
-
 # ---- compiling ----------------------------------------------------------------------------------
 SourceLike = Union[KernelSource, str]
 
@@ -149,7 +69,7 @@ def compile_cubin(source: SourceLike, arch: str = "sm_90", flags: Sequence[str] 
                   timeout: float = 300.0) -> PtxasReport:
     """Compile one source to a cubin for ``arch`` and return ptxas's report.
 
-    Raises :class:`~gemmgen.outcome.CompileFailure` (with the log as ``detail``) when nvcc rejects
+    Raises :class:`~gemmgen.base.outcome.CompileFailure` (with the log as ``detail``) when nvcc rejects
     the source, and :class:`ToolkitMissing` when there is no nvcc.
 
     >>> compile_cubin('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }')["k"].spills  # doctest: +SKIP
@@ -177,41 +97,6 @@ def _run(cmd: list[str], timeout: float, code: str) -> tuple[str, float]:
     if done.returncode != 0:
         raise CompileFailure(f"nvcc failed: {first_error(log)}", log + "\n" + numbered(code))
     return log, time.perf_counter() - start
-
-
-def first_error(log: str) -> str:
-    """The first line of a compiler log that says 'error', else its first line.
-
-    >>> first_error('k.cu(3): warning: x\\nk.cu(7): error: identifier "BM" is undefined')
-    'k.cu(7): error: identifier "BM" is undefined'
-    """
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    return next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "no output")
-
-
-def numbered(code: str) -> str:
-    """The source with line numbers, so a log's 'kernel.cu(123)' can be found (like CuPy's dump).
-
-    >>> numbered("a\\nb")
-    '   1  a\\n   2  b'
-    """
-    return "\n".join(f"{i:4d}  {line}" for i, line in enumerate(code.splitlines(), 1))
-
-
-def compile_many(jobs: Iterable[tuple[SourceLike, str]], workers: int | None = None,
-                 flags: Sequence[str] = ()) -> list[Union[PtxasReport, CompileFailure]]:
-    """Compile many (source, arch) pairs in parallel, one nvcc per core; results in input order.
-
-    A source nvcc rejects gives its CompileFailure in place of a report, so one bad kernel does not
-    lose the others. Threads suffice: each job is an nvcc process, the Python side only waits.
-
-    >>> [r.spills for r in compile_many([(src, "sm_80"), (src, "sm_90")])]  # doctest: +SKIP
-    [0, 0]
-    """
-    nvcc_path()                     # fail once, clearly, before queueing hundreds of jobs
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        futures = [pool.submit(_compile_or_failure, src, arch, flags) for src, arch in jobs]
-        return [f.result() for f in futures]
 
 
 # ---- whole programs (the --harness main()) ---------------------------------------------------------
@@ -262,7 +147,7 @@ def build_program(source: SourceLike, output: str | Path, arch: str = "sm_90",
 
     Returns nvcc's log; raises CompileFailure when the build fails.
 
-    >>> build_program(emit(preset("v8"), harness=True), "/tmp/k")   # doctest: +SKIP
+    >>> build_program(emit(preset("v8"), "sm_90", harness=True), "/tmp/k")   # doctest: +SKIP
     ''
     """
     code = source.code if isinstance(source, KernelSource) else source
@@ -271,10 +156,3 @@ def build_program(source: SourceLike, output: str | Path, arch: str = "sm_90",
         cu.write_text(code)
         cmd = [nvcc_path(), "-O3", "-std=c++17", *arch_flags(arch), str(cu), *cublas_flags(), "-o", str(output)]
         return _run(cmd, timeout, code)[0]
-
-
-def _compile_or_failure(source: SourceLike, arch: str, flags: Sequence[str]):
-    try:
-        return compile_cubin(source, arch, flags)
-    except CompileFailure as failure:
-        return failure

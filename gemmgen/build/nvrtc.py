@@ -11,16 +11,13 @@ GPU (NVRTC only); loading the cubin into a module does.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
-from .outcome import CompileFailure
-from .paths import cache_dir
-from .render import KernelSource
+from ..base.files import write_bytes_atomic
+from ..base.outcome import CompileFailure
+from ..base.paths import cache_dir
+from ..codegen.render import KernelSource
 
 OPTIONS = ("-std=c++17", "--restrict", "-default-device")
 
@@ -87,43 +84,8 @@ def compile_source(src: KernelSource, arch: str, options: Sequence[str] = OPTION
         log = ""
     else:
         cubin, log = _nvrtc_cubin(src.code, src.name, opts)
-        _atomic_write(path, cubin)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, cubin)   # a concurrent reader never loads half a cubin
     binary = Binary(src.name, arch, cubin, key, src.kernel_names, log)
     _MEMORY[key] = binary
     return binary
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temp file beside the target and rename: readers never see half a cubin."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
-def _compile_one(args: tuple[KernelSource, str]) -> Binary | CompileFailure:
-    src, arch = args
-    try:
-        return compile_source(src, arch)
-    except CompileFailure as exc:
-        return exc
-
-
-def compile_many(sources: Iterable[KernelSource], arch: str, jobs: int | None = None) -> list[Binary | CompileFailure]:
-    """Compile many sources in a process pool (one worker per CPU core by default).
-
-    Failures come back as CompileFailure values in the same positions, so one bad kernel does
-    not stop the rest.
-    """
-    items = [(s, arch) for s in sources]
-    jobs = jobs or os.cpu_count() or 1
-    if jobs == 1 or len(items) <= 1:
-        return [_compile_one(i) for i in items]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(items))) as pool:
-        return list(pool.map(_compile_one, items))
-
-
-def numbered(code: str) -> str:
-    """Source with line numbers, for reading a compiler log against it."""
-    return "\n".join(f"{i:5d}  {line}" for i, line in enumerate(code.splitlines(), 1))

@@ -13,13 +13,13 @@ Bank conflicts of the fragment loads are avoided by padding each row, or by XOR-
 The same strings are rendered into the kernel (``a_off``/``b_off``) and evaluated by the tests,
 which check that each offset map is a bijection and that the loads are conflict-free.
 
->>> from gemmgen.config import KernelConfig
+>>> from gemmgen.kernel.config import KernelConfig
 >>> offset(KernelConfig(family="tf32", BK=32, swz_a=8, async_copy=True, stages=3), "A")
 '(m) * 32 + (((((k) >> 2) ^ (((m) >> 0) & 7)) << 2) | ((k) & 3))'
 """
 from __future__ import annotations
 
-from .config import KernelConfig
+from ..kernel.config import KernelConfig
 
 
 def layout(c: KernelConfig, op: str) -> tuple[bool, int, int]:
@@ -40,7 +40,7 @@ def offset(c: KernelConfig, op: str) -> str:
 
 
 def _xor(kmajor: bool, ld: int, row: str) -> str:
-    """The value XORed into the 16-byte chunk index of ``row`` (rules_tc.swizzle_ok holds)."""
+    """The value XORed into the 16-byte chunk index of ``row`` (kernel.rules.tensor_core.swizzle_ok holds)."""
     if kmajor:
         return f"((({row}) & 3) << 1)"      # rows of whole 128-byte lines: 4 rows x 2 chunks -> 8 groups
     rows_per_line = max(1, 32 // ld)        # k-contiguous rows of 8, 16 floats share a 128-byte line

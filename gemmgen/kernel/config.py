@@ -16,10 +16,13 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .coerce import ConfigError, coerce
+from .naming import kernel_name
+
 FAMILIES = ("naive", "simt", "tf32", "tf32x3", "wmma")
 TENSOR_CORE = ("tf32", "tf32x3")   # mma.sync m16n8k8 families; tf32x3 is fp32-accurate (3xTF32)
 HALF = ("wmma",)                   # fp16/bf16 inputs on the tensor cores (nvcuda::wmma 16x16x16, seed 004)
-# What each family computes: the accuracy class the correctness gate holds it to (gemmgen.gate.gate_bound).
+# What each family computes: the accuracy class the correctness gate holds it to (gemmgen.measure.gate.gate_bound).
 # The half family's class is its dtype ("f16" or "bf16"): see KernelConfig.precision.
 PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32"}
 DTYPES = ("f32", "f16", "bf16")   # element type of A and B; C is always fp32
@@ -30,10 +33,6 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 BOUNDS = ("checked", "none")
 REDUCTIONS = ("atomic", "workspace")
 FRAGMENT_LOADS = ("lds", "shfl")
-
-
-class ConfigError(ValueError):
-    """A config dictionary names an unknown key or holds a value of the wrong type."""
 
 
 @dataclass(frozen=True)
@@ -84,54 +83,8 @@ class KernelConfig:
     # ---- identity -------------------------------------------------------------------------
     @property
     def name(self) -> str:
-        """The procedural name: CUDA symbol, cache key and results key."""
-        lay = self.layout.lower()
-        if self.family == "naive":
-            return "_".join([f"gg_naive_{lay}_{self.BM}x{self.BN}_{'c' if self.coalesced else 'u'}", *self._type_suffix()])
-        if self.tensor_core or self.family in HALF:
-            return self._tc_name()
-        parts = [
-            f"gg_simt_{lay}",
-            f"b{self.BM}x{self.BN}x{self.BK}",
-            f"w{self.WM}x{self.WN}i{self.WMITER}x{self.WNITER}",
-            f"t{self.TM}x{self.TN}",
-            f"v{self.vec}",
-            f"a{'k' if self.a_kmajor else 'm'}p{self.pad_a}s{self.swz_a}",
-            f"bp{self.pad_b}s{self.swz_b}",
-            f"r{self.raster}",
-            f"s{self.stages}{'c' if self.async_copy else 'r'}",
-            f"f{self.frag}{'p' if self.prefetch else ''}",
-            f"k{self.split_k}{self.reduce[0] if self.split_k > 1 else ''}",
-            f"{'chk' if self.bounds == 'checked' else 'fast'}",
-        ]
-        if self.min_blocks != 1:
-            parts.append(f"o{self.min_blocks}")
-        return "_".join(parts + self._type_suffix())
-
-    def _type_suffix(self) -> list[str]:
-        """Name parts of the element type, the tensor-core instruction and the accumulation, where not
-        the defaults."""
-        return (([self.dtype] if self.dtype != "f32" else []) + (["wg"] if self.mma != "sync" else [])
-                + (["direct"] if not self.partials else []))
-
-    def _tc_name(self) -> str:
-        """Tensor-core families: the warp tile is made of mma (or wmma) tiles, so there are no thread
-        tiles, and shared memory follows the global layout (no a_kmajor)."""
-        parts = [
-            f"gg_{self.family}_{self.layout.lower()}",
-            f"b{self.BM}x{self.BN}x{self.BK}",
-            f"w{self.WM}x{self.WN}",
-            f"v{self.vec}",
-            f"ap{self.pad_a}s{self.swz_a}",
-            f"bp{self.pad_b}s{self.swz_b}",
-            f"r{self.raster}",
-            f"s{self.stages}{'c' if self.async_copy else 'r'}",
-            f"k{self.split_k}{self.reduce[0] if self.split_k > 1 else ''}",
-            f"{'chk' if self.bounds == 'checked' else 'fast'}",
-        ]
-        if self.min_blocks != 1:
-            parts.append(f"o{self.min_blocks}")
-        return "_".join(parts + self._type_suffix())
+        """The procedural name: CUDA symbol, cache key and results key (see kernel.naming)."""
+        return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dictionary of every parameter (label included)."""
@@ -185,15 +138,44 @@ class KernelConfig:
         return self.tensor_core or self.family in HALF
 
     @property
+    def a_transposed(self) -> bool:
+        """A is stored column-major (layout letter T): its rows in memory are k, m is contiguous."""
+        return self.layout[0] == "T"
+
+    @property
+    def b_transposed(self) -> bool:
+        """B is stored column-major (layout letter T): its rows in memory are n, k is contiguous."""
+        return self.layout[1] == "T"
+
+    @property
+    def split_atomic(self) -> bool:
+        """Split-K slices meet by atomicAdd into C, which a ``<name>_scale`` kernel pre-scales by beta."""
+        return self.split_k > 1 and self.reduce == "atomic"
+
+    @property
+    def split_workspace(self) -> bool:
+        """Split-K slices write raw partial sums to a workspace that a ``<name>_reduce`` kernel sums."""
+        return self.split_k > 1 and self.reduce == "workspace"
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        """The kernels one GEMM launches, in order: split-K adds a scale (before) or reduce (after) kernel."""
+        if self.split_atomic:
+            return (f"{self.name}_scale", self.name)
+        if self.split_workspace:
+            return (self.name, f"{self.name}_reduce")
+        return (self.name,)
+
+    @property
     def a_smem_kmajor(self) -> bool:
         """A is stored [BK][BM] in shared memory. Tensor-core families keep the global layout, so
         every cp.async moves 16 contiguous bytes (T: A is column-major, m contiguous)."""
-        return self.layout[0] == "T" if self.global_layout_smem else self.a_kmajor
+        return self.a_transposed if self.global_layout_smem else self.a_kmajor
 
     @property
     def b_smem_kmajor(self) -> bool:
         """B is stored [BK][BN] in shared memory (simt: always; tensor cores: when B is row-major)."""
-        return self.layout[1] == "N" if self.global_layout_smem else True
+        return not self.b_transposed if self.global_layout_smem else True
 
     @property
     def a_tile_shape(self) -> tuple[int, int]:
@@ -279,43 +261,22 @@ class KernelConfig:
         """
         if min(M, N, K) < 1:
             return f"shape {M}x{N}x{K} has a dimension below 1"
-        lda = lda if lda is not None else (K if self.layout[0] == "N" else M)
-        ldb = ldb if ldb is not None else (N if self.layout[1] == "N" else K)
-        ldc = ldc if ldc is not None else N
-        for name, ld, least in (("lda", lda, K if self.layout[0] == "N" else M),
-                                ("ldb", ldb, N if self.layout[1] == "N" else K), ("ldc", ldc, N)):
-            if ld < least:
-                return f"{name} = {ld} is below its row length {least}"
-        if self.family == "naive" or self.bounds == "checked":
-            return None
+        rows = {"lda": M if self.a_transposed else K, "ldb": K if self.b_transposed else N, "ldc": N}
+        lds = {name: rows[name] if ld is None else ld for name, ld in (("lda", lda), ("ldb", ldb), ("ldc", ldc))}
+        short = next((f"{name} = {ld} is below its row length {rows[name]}"
+                      for name, ld in lds.items() if ld < rows[name]), None)
+        if short or self.family == "naive" or self.bounds == "checked":
+            return short
+        return self._fast_path_refuses(M, N, K, lds)
+
+    def _fast_path_refuses(self, M: int, N: int, K: int, lds: dict[str, int]) -> str | None:
+        """Why a kernel without bounds checks cannot compute this shape (whole tiles, 16-byte rows), or None."""
         if M % self.BM or N % self.BN:
             return f"fast path needs M % {self.BM} == 0 and N % {self.BN} == 0, got M={M}, N={N}"
         if K % (self.BK * self.split_k):
             return f"fast path needs K % {self.BK * self.split_k} == 0 (BK*split_k), got K={K}"
         align = 16 // self.elem_bytes   # elements per 16 bytes: vector loads of A and B
-        for name, ld, per in (("lda", lda, align), ("ldb", ldb, align), ("ldc", ldc, 4)):
-            if ld % per:  # 16-byte rows: vector loads of A and B, float4 stores of C
-                return f"fast path needs {name} % {per} == 0 (16-byte rows), got {name}={ld}"
+        for name, per in (("lda", align), ("ldb", align), ("ldc", 4)):
+            if lds[name] % per:  # 16-byte rows: vector loads of A and B, float4 stores of C
+                return f"fast path needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
         return None
-
-
-def coerce(key: str, value: Any, kind: type) -> Any:
-    """Convert a JSON or command-line value to the parameter's type, or say why it cannot be."""
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"{key} = {value!r} is not a boolean; use true or false")
-    if kind is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{key} = {value!r} is not an integer")
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{key} = {value!r} is not an integer") from None
-    if not isinstance(value, str):
-        raise ConfigError(f"{key} = {value!r} is not a string")
-    return value.upper() if key == "layout" else value

@@ -2,8 +2,8 @@
 
 The measure function is injected, so the table and JSON logic is tested without a GPU.
 
->>> from gemmgen.outcome import Measurement, Shape
->>> from gemmgen.presets import preset
+>>> from gemmgen.base import Measurement, Shape
+>>> from gemmgen.kernel.presets import preset
 >>> fake = lambda cfg, shape: Measurement(cfg.name, shape, 2.0, 0.01, 2.5, 1e-7)
 >>> rows = run([preset("v5")], [Shape(1024, 1024, 1024)], fake)
 >>> round(rows[0].measurement.ratio, 2)
@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Sequence
 
-from .config import KernelConfig
-from .outcome import Failure, Measurement, Shape
+from ..base.outcome import Failure, Measurement
+from ..base.shape import Shape
+from ..kernel.config import KernelConfig
 
 Measure = Callable[[KernelConfig, Shape], Measurement]
 Progress = Callable[[int, int, "Row"], None]

@@ -13,7 +13,7 @@ relative Frobenius error against float64 may be at most :func:`allowed` for cuBL
 """
 from __future__ import annotations
 
-from .outcome import WrongResult
+from ..base.outcome import WrongResult
 
 FACTOR = 1.5   # issue 7: at most 1.5 x the error of cuBLAS in the same mode, on the same inputs
 # The floor of the bound where cuBLAS is (nearly) exact: tiny K, or f16/bf16 inputs, whose products
@@ -37,7 +37,7 @@ def mode_of(config) -> str:
     """The precision class a config is held to, which names the cuBLAS mode it is compared with:
     its input type for f16/bf16 inputs, else ``config.precision`` ("fp32" for simt and tf32x3, "tf32").
 
-    >>> from gemmgen.presets import preset
+    >>> from gemmgen.kernel.presets import preset
     >>> mode_of(preset("v10")), mode_of(preset("tf32x3")), mode_of(preset("tf32"))
     ('fp32', 'fp32', 'tf32')
     """
@@ -48,7 +48,7 @@ def gate_bound(config) -> float:
     """The most relative error a config's class may ever have (the gate's ceiling): 1e-5 for
     fp32-accurate families, 5e-3 for tf32, 1e-4 for f16/bf16 inputs.
 
-    >>> from gemmgen.presets import preset
+    >>> from gemmgen.kernel.presets import preset
     >>> gate_bound(preset("v10")), gate_bound(preset("tf32x3")), gate_bound(preset("tf32"))
     (1e-05, 1e-05, 0.005)
     """

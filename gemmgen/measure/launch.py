@@ -1,8 +1,9 @@
 """Binary -> a callable kernel on the GPU: grid, block and shared memory from the config and the shape.
 
 Operands are passed as device pointers with leading dimensions, so row- and column-major
-operands and padded rows need no copies. The launch sequence follows render.launch_lines:
-split-K kernels add a scale (atomic) or reduce (workspace) kernel.
+operands and padded rows need no copies. The launch sequence follows KernelConfig.kernel_names
+(codegen.facts.launch_lines says it in the header): split-K kernels add a scale (atomic) or reduce
+(workspace) kernel.
 """
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compile import Binary
-from .config import KernelConfig
+from ..build.nvrtc import Binary
+from ..kernel.config import KernelConfig
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
 
@@ -39,7 +40,8 @@ class _ParamBuffer:
 
 @dataclass(frozen=True)
 class Operands:
-    """Device pointers and leading dimensions of one GEMM call (C row-major)."""
+    """Device pointers and leading dimensions of one GEMM call (C row-major): what a kernel launch
+    reads. (Turning user arrays into such pointers is gemmgen.runtime.arrays.)"""
 
     M: int
     N: int
@@ -109,10 +111,10 @@ class LoadedKernel:
             self._fast_launch(ops, stream)
             return
         workspace = None
-        if c.split_k > 1 and c.reduce == "atomic":
+        if c.split_atomic:
             self._elementwise(f"{c.name}_scale", ops.M * ops.N, stream,
                               (i32(ops.M), i32(ops.N), f32(ops.beta), ptr(ops.C), i32(ops.ldc)))
-        elif c.split_k > 1:
+        elif c.split_workspace:
             workspace = cupy.empty(c.split_k * ops.M * ops.N, dtype=cupy.float32)
         args = (i32(ops.M), i32(ops.N), i32(ops.K), f32(ops.alpha), ptr(ops.A), i32(ops.lda), ptr(ops.B),
                 i32(ops.ldb), f32(ops.beta), ptr(ops.C), i32(ops.ldc),

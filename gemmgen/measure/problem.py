@@ -12,8 +12,8 @@ from the stored values, so rounding the inputs to half precision is not counted 
 """
 from __future__ import annotations
 
+from ..base.shape import Shape
 from .launch import Operands
-from .outcome import Shape
 
 DTYPES = ("f32", "f16", "bf16")
 # cuBLAS modes, one per precision class: what a kernel of that class is held to and timed against.
@@ -58,12 +58,12 @@ class Problem:
         self.shape, self.pad, self.dtype = shape, pad, dtype
         rng = cupy.random.default_rng(seed)
         M, N, K = shape.M, shape.N, shape.K
-        a32 = self._random(rng, (M, K + pad) if shape.layout[0] == "N" else (K, M + pad))
-        b32 = self._random(rng, (K, N + pad) if shape.layout[1] == "N" else (N, K + pad))
+        a32 = self._random(rng, (K, M + pad) if shape.a_transposed else (M, K + pad))
+        b32 = self._random(rng, (N, K + pad) if shape.b_transposed else (K, N + pad))
         self.a_store, self.b_store = self._narrow(a32), self._narrow(b32)
         self.c_store = cupy.empty((M, N + pad), dtype=cupy.float32)
-        self.A = self.a_store[:, :K] if shape.layout[0] == "N" else self.a_store[:, :M].T
-        self.B = self.b_store[:, :N] if shape.layout[1] == "N" else self.b_store[:, :K].T
+        self.A = self.a_store[:, :M].T if shape.a_transposed else self.a_store[:, :K]
+        self.B = self.b_store[:, :K].T if shape.b_transposed else self.b_store[:, :N]
         self.C = self.c_store[:, :N]
         self._rng = rng
 

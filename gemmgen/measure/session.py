@@ -1,22 +1,25 @@
-"""In-process measuring on one GPU: load, gate, then time against cuBLAS in the same run.
+"""In-process measuring on one GPU: validate, load, gate, then time against cuBLAS in the same run.
 
 This runs inside a worker process (see worker.py), which owns the CUDA context: a kernel that
-crashes poisons only that context.
+crashes poisons only that context. A config is validated here against the GPU it runs on, unless
+the caller says it did that already (a search validates each trial once, before compiling it).
 """
 from __future__ import annotations
 
 import os
 from typing import Sequence
 
-from .compile import compile_source
-from .config import KernelConfig
-from .devices import detect
+from ..base.devices import detect
+from ..base.outcome import Measurement, Rejected
+from ..base.shape import Shape
+from ..build.nvrtc import compile_source
+from ..codegen.render import KernelSource, render_validated
+from ..kernel.config import KernelConfig
+from ..kernel.rules import explain
 from .gate import check, mode_of
 from .launch import LoadedKernel
 from .nvml import sm_clock_mhz
-from .outcome import Measurement, Rejected, Shape
-from .render import KernelSource, render
-from .rules import explain
+from .problem import MODE_DTYPE, Problem
 from .timing import L2Flusher, Timing, bench_interleaved
 
 
@@ -36,25 +39,24 @@ class Session:
         self._problems: dict[tuple, object] = {}
 
     def ping(self) -> str:
-        """Answer 'pong' (a worker's first call starts it and fills ``Worker.spec``)."""
+        """Answer 'pong' (a worker's first call starts it and fills ``MeasureWorker.spec``)."""
         return "pong"
 
-    def kernel(self, config: KernelConfig, code: str | None = None) -> LoadedKernel:
-        """Validate, render, compile (disk-cached) and load a config; ``code`` replaces the rendered
-        source (tests plant broken kernels this way)."""
+    def kernel(self, config: KernelConfig, code: str | None = None, validated: bool = False) -> LoadedKernel:
+        """Validate (unless ``validated``: the caller checked it against this GPU), render, compile
+        (disk-cached) and load a config; ``code`` replaces the rendered source (tests plant broken
+        kernels this way)."""
         key = config.name if code is None else f"{config.name}/{hash(code)}"
         if key not in self._kernels:
-            bad = explain(config, self.spec)
+            bad = [] if validated else explain(config, self.spec)
             if bad:
                 raise Rejected("; ".join(map(str, bad)))
-            src = render(config, self.spec) if code is None else KernelSource(config, code)
+            src = render_validated(config) if code is None else KernelSource(config, code)
             self._kernels[key] = LoadedKernel(config, compile_source(src, self.spec.arch))
         return self._kernels[key]
 
     def problem(self, shape: Shape, seed: int = 0, pad: int = 0, dtype: str = "f32"):
         """Inputs for a shape in one element type (cached: one shape at a time, its dtypes side by side)."""
-        from .problem import Problem
-
         key = (shape, seed, pad, dtype)
         if key not in self._problems:
             if any(k[:3] != key[:3] for k in self._problems):
@@ -69,18 +71,21 @@ class Session:
         return check(k, self.problem(shape, seed, pad, config.dtype))
 
     def measure(self, config: KernelConfig, shape: Shape, warmup_ms: float = 25, rep_ms: float = 100,
-                seed: int = 0, code: str | None = None) -> Measurement:
-        """Gate, then time the kernel interleaved with cuBLAS."""
-        return self.retime([config], shape, warmup_ms, rep_ms, seed, codes=[code])[0]
+                seed: int = 0, code: str | None = None, validated: bool = False) -> Measurement:
+        """Gate, then time the kernel interleaved with cuBLAS (see :meth:`retime`)."""
+        return self.retime([config], shape, warmup_ms, rep_ms, seed, codes=[code], validated=validated)[0]
 
     def retime(self, configs: Sequence[KernelConfig], shape: Shape, warmup_ms: float = 25,
-               rep_ms: float = 100, seed: int = 0, codes: Sequence[str | None] | None = None) -> list[Measurement]:
+               rep_ms: float = 100, seed: int = 0, codes: Sequence[str | None] | None = None,
+               validated: bool = False) -> list[Measurement]:
         """Gate each config, then time them all and cuBLAS, interleaved run by run.
 
         Each kernel is timed against cuBLAS in its precision class's mode (gate.mode_of): strict SGEMM
         for fp32 (simt, tf32x3), TF32 for tf32, gemmEx with f16/bf16 inputs for the half families.
+        ``validated``: the caller checked every config against this GPU (see :meth:`kernel`).
         """
-        kernels = [self.kernel(c, code) for c, code in zip(configs, codes or [None] * len(configs))]
+        codes = codes or [None] * len(configs)
+        kernels = [self.kernel(c, code, validated) for c, code in zip(configs, codes)]
         for c in configs:
             _accepts(c, shape, 0)
         probs = [self.problem(shape, seed, 0, c.dtype) for c in configs]
@@ -97,8 +102,6 @@ class Session:
 
     def _cublas_run(self, shape: Shape, seed: int, mode: str):
         """cuBLAS in one mode on the problem of its input type, writing a scratch C (beta = 0)."""
-        from .problem import MODE_DTYPE
-
         return self.problem(shape, seed, 0, MODE_DTYPE[mode]).cublas_call(mode=mode)[1]
 
     def _record(self, k: LoadedKernel, shape: Shape, t: Timing, ref: Timing, errors: dict,
@@ -116,8 +119,8 @@ def _accepts(config: KernelConfig, shape: Shape, pad: int) -> None:
     """Raise Rejected unless the kernel computes this shape (layout, tile divisibility, alignment)."""
     if config.layout != shape.layout:
         raise Rejected(f"kernel layout {config.layout} differs from the problem's {shape.layout}")
-    lda = (shape.K if shape.layout[0] == "N" else shape.M) + pad
-    ldb = (shape.N if shape.layout[1] == "N" else shape.K) + pad
+    lda = (shape.M if shape.a_transposed else shape.K) + pad
+    ldb = (shape.K if shape.b_transposed else shape.N) + pad
     why = config.accepts(shape.M, shape.N, shape.K, lda, ldb, shape.N + pad)
     if why:
         raise Rejected(why)

@@ -4,8 +4,8 @@ An illegal memory access, a trap or a hang kills only the worker; the caller get
 (RuntimeFailure, Timeout) and the next call starts a fresh worker, so later measurements are
 unaffected.
 
-    >>> with Worker(device_id=0) as w:                             # doctest: +SKIP (needs a GPU)
-    ...     m = w.call("measure", preset("v10"), Shape(4096, 4096, 4096))
+    >>> with MeasureWorker(device_id=0) as w:                      # doctest: +SKIP
+    ...     m = w.call("measure", preset("v10"), Shape(4096, 4096, 4096))   # needs a GPU
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import multiprocessing as mp
 import traceback
 from typing import Any
 
-from .outcome import Failure, RuntimeFailure, Shape, Timeout
+from ..base.outcome import Failure, RuntimeFailure, Timeout
+from ..base.shape import Shape
 
 _CUDA_ERRORS = {
     "cudaErrorIllegalAddress": "illegal memory access",
@@ -77,11 +78,12 @@ class WorkerError(RuntimeError):
     """An unexpected exception inside the worker (a bug, not a bad kernel)."""
 
 
-class Worker:
-    """A measuring process on one GPU, restarted after any crash or timeout."""
+class MeasureWorker:
+    """A measuring process on one GPU (it runs a :class:`~gemmgen.measure.session.Session`),
+    restarted after any crash or timeout."""
 
     def __init__(self, device_id: int = 0, floor_s: float = 10.0, start_timeout_s: float = 120.0,
-                 factory: str = "gemmgen.measure:Session"):
+                 factory: str = "gemmgen.measure.session:Session"):
         self.device_id, self.floor_s, self.start_timeout_s = device_id, floor_s, start_timeout_s
         self.factory = factory
         self._proc = None
@@ -89,7 +91,7 @@ class Worker:
         self.spec = None
         self.restarts = 0
 
-    def __enter__(self) -> "Worker":
+    def __enter__(self) -> "MeasureWorker":
         return self
 
     def __exit__(self, *exc) -> None:

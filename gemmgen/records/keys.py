@@ -9,7 +9,7 @@ inputs) are keyed ``<M>x<N>x<K>/<layout>/<precision>``.
 """
 from __future__ import annotations
 
-from .outcome import Shape
+from ..base.shape import Shape
 
 FP32 = "fp32"   # the accuracy class of the plain keys: what matmul promises by default
 

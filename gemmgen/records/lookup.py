@@ -1,41 +1,31 @@
-"""Reading the tuned-kernel database: both results folders, the dispatch rule, list/show rows, export.
+"""Reading the tuned-kernel database: both results folders, one GPU's results by name, fingerprint or alias.
 
 Lookups see the folder shipped with gemmgen (read only) and the user folder (or ``--results``);
-where both hold the same GPU, the better entry per shape wins.
+where both hold the same GPU, the better entry per shape wins. (Which entry serves a request is
+the runtime's dispatch rule, :mod:`gemmgen.runtime.dispatch`.)
 
-Dispatch rule (what :func:`dispatch` returns for M x N x K in a layout):
-
-1. the exact tuned shape, if its kernel accepts the request;
-2. else the entry of the nearest tuned shape, by log-distance sqrt(sum(log(x/y)^2)) over M, N, K,
-   among those of the same layout whose kernel accepts the request;
-3. else None (the caller falls back to the presets).
-
->>> from gemmgen.presets import preset
->>> tuned = {e.key: e for e in [Entry.new("4096x4096x4096", preset("v10"), 20.0, 25.0, 200, "x"),
-...                             Entry.new("512x512x512", preset("v6"), 5.0, 9.0, 100, "y")]}
->>> dispatch(tuned, 3000, 4000, 5000).key
-'4096x4096x4096/NN'
->>> dispatch(tuned, 3000, 4000, 5000, "NT") is None
-True
+>>> import tempfile
+>>> from gemmgen.kernel.presets import preset
+>>> from gemmgen.records.entry import Entry
+>>> from gemmgen.records.store import record
+>>> folder = tempfile.mkdtemp()
+>>> _ = record({"name": "Example GPU"}, [Entry.new("256x256x256", preset("v6"), 1.5, 3.0, 9)], folder)
+>>> list(load_device("Example GPU", folder).entries)
+['256x256x256/NN']
 """
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
-from .devices import ARCHS, UnknownDevice, known, resolve_alias
-from .outcome import Shape
+from ..base.devices import UnknownDevice, resolve_alias
+from ..base.paths import user_results_dir
 from . import store
-from .atomic import write_atomic
-from .paths import user_results_dir
-from .store import (DeviceResults, Entry, ResultsError, check_same_device, load_file, merge,
-                    shape_order, slug)
+from .entry import ResultsError
+from .store import DeviceResults, check_same_device, load_file, merge, slug
 
 Results = str | os.PathLike | None   # a --results folder, or None for the user folder
-LIST_COLUMNS = ("device", "cc", "sm_count", "shapes", "best_tflops", "best_ratio", "files")
-SHOW_COLUMNS = ("shape", "name", "tflops", "cublas_tflops", "ratio", "trials", "date", "origin")
 
 
 # ---- folders and devices --------------------------------------------------------------------------
@@ -118,126 +108,3 @@ def _alias_of(device_name: str) -> str | None:
         return resolve_alias(device_name)
     except UnknownDevice:
         return None
-
-
-# ---- dispatch -------------------------------------------------------------------------------------
-def log_distance(a: Shape, b: Shape) -> float:
-    """sqrt(sum(log(x/y)^2)) over M, N, K: shapes twice as large in every dimension are sqrt(3)*ln2 apart.
-
-    >>> round(log_distance(Shape(1024, 1024, 1024), Shape(2048, 2048, 2048)), 4)
-    1.2006
-    """
-    return math.sqrt(sum(math.log(x / y) ** 2 for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K))))
-
-
-def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str = "NN",
-             lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> Entry | None:
-    """The tuned entry to run for a request, per the rule in the module docstring (see its example).
-
-    Entries are matched by their shape, not by their key, so keys may carry more than shape and
-    layout (a precision class, say); callers pass the entries of one precision class. The exact
-    shape is at distance 0; ties in distance go to the faster entry, then to the smaller key, so
-    the answer is stable.
-    """
-    want = Shape(M, N, K, layout.upper())
-    near = [e for e in entries.values()
-            if e.shape.layout == want.layout and e.kernel_config.accepts(M, N, K, lda, ldb, ldc) is None]
-    return min(near, key=lambda e: (log_distance(e.shape, want), -e.tflops, e.key), default=None)
-
-
-# ---- rows for `gemmgen results list|show` ---------------------------------------------------------
-def list_rows(results: Results = None) -> list[dict[str, Any]]:
-    """One row per GPU with results (columns LIST_COLUMNS), for `gemmgen results list`.
-
-    >>> import tempfile
-    >>> from gemmgen.presets import preset
-    >>> from gemmgen.store import record
-    >>> folder = tempfile.mkdtemp()
-    >>> _ = record({"name": "Example GPU"}, [Entry.new("256x256x256", preset("v6"), 1.5, 3.0, 9)], folder)
-    >>> [(r["shapes"], r["best_ratio"]) for r in list_rows(folder) if r["device"] == "Example GPU"]
-    [(1, 0.5)]
-    """
-    rows = []
-    for dev in load_all(results).values():
-        best = max(dev.entries.values(), key=lambda e: e.tflops, default=None)
-        files = sorted({e.origin for e in dev.entries.values()} or {str(dev.path)})
-        rows.append({"device": dev.name, "cc": dev.device.get("cc", ""),
-                     "sm_count": dev.device.get("sm_count", ""), "shapes": len(dev.entries),
-                     "best_tflops": round(best.tflops, 2) if best else None,
-                     "best_ratio": round(best.ratio, 3) if best else None, "files": files})
-    return rows
-
-
-def show_rows(device: str | Mapping, results: Results = None) -> list[dict[str, Any]]:
-    """One row per tuned shape of a GPU (columns SHOW_COLUMNS), for `gemmgen results show`.
-
-    An unknown GPU raises ResultsError listing those with results. ``--json`` can print
-    ``load_device(device, results, missing_ok=False).to_dict()`` for the full entries.
-    """
-    dev = load_device(device, results, missing_ok=False)
-    return [{"shape": e.key, "name": e.name, "tflops": round(e.tflops, 2),
-             "cublas_tflops": round(e.cublas_tflops, 2), "ratio": round(e.ratio, 3),
-             "trials": e.trials, "date": e.date, "origin": e.origin}
-            for e in sorted(dev.entries.values(), key=lambda e: shape_order(e.key))]
-
-
-# ---- export ---------------------------------------------------------------------------------------
-def export(device: str | Mapping, shape_key: str, out_dir: str | os.PathLike,
-           results: Results = None) -> tuple[Path, Path]:
-    """Write the winner for one shape as ``<name>.cu`` and ``<name>.json`` (manifest); returns both paths.
-
-    ``shape_key`` is 'MxNxK' (layout NN) or 'MxNxK/LAYOUT'. The manifest holds the config, name,
-    recorded and re-rendered source hashes, the measured numbers and the launch geometry.
-
-    >>> import tempfile
-    >>> from gemmgen.presets import preset
-    >>> from gemmgen.store import record
-    >>> folder = tempfile.mkdtemp()
-    >>> _ = record({"name": "Example GPU"}, [Entry.new("1024x1024x1024", preset("v6"), 9.0, 10.0, 50)], folder)
-    >>> cu, manifest = export("Example GPU", "1024x1024x1024", tempfile.mkdtemp(), folder)
-    >>> cu.suffix, 'extern "C"' in cu.read_text()
-    ('.cu', True)
-    """
-    from .render import render  # rendering is only needed to export
-    dev = load_device(device, results, missing_ok=False)
-    entry = _entry(dev, shape_key)
-    source = render(entry.kernel_config, _target(dev.device))
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    cu, manifest = out / f"{entry.name}.cu", out / f"{entry.name}.json"
-    cu.write_text(source.code)
-    write_atomic(manifest, _manifest(dev, entry, source.digest, source.kernel_names, cu.name))
-    return cu, manifest
-
-
-def _entry(dev: DeviceResults, shape_key: str) -> Entry:
-    try:
-        key = Shape.parse(shape_key).key
-    except ValueError as exc:
-        raise ResultsError(str(exc)) from None
-    if key not in dev.entries:
-        tuned = ", ".join(sorted(dev.entries, key=shape_order)) or "none"
-        raise ResultsError(f"no tuned entry for {key} on {dev.name!r}; tuned shapes: {tuned}")
-    return dev.entries[key]
-
-
-def _target(device: Mapping) -> Any:
-    """What to validate an exported kernel against: the table's GPU, else its sm_XX, else sm_90."""
-    try:
-        return known(device["name"])
-    except UnknownDevice:
-        arch = "sm_" + str(device.get("cc", "")).replace(".", "")
-        return arch if arch in ARCHS else None
-
-
-def _manifest(dev: DeviceResults, e: Entry, digest: str, kernels: tuple[str, ...], cu_name: str) -> dict:
-    s, c = e.shape, e.kernel_config
-    return {
-        "name": e.name, "shape": e.key, "device": dev.device, "file": cu_name, "config": e.config,
-        "source_hash": e.source_hash, "rendered_hash": digest, "source_matches": digest == e.source_hash,
-        "measured": {"tflops": e.tflops, "cublas_tflops": e.cublas_tflops, "ratio": e.ratio,
-                     "trials": e.trials, "date": e.date, "env": e.env},
-        "launch": {"kernels": list(kernels), "grid": list(c.grid(s.M, s.N, s.K)),
-                   "block": list(c.block()), "smem_bytes": c.smem_bytes},
-    }
-

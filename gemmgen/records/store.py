@@ -21,7 +21,8 @@ Searches write the per-user folder (:func:`writable_dir`); the folder shipped wi
 only. Results of different GPUs are never mixed in one file.
 
 >>> import tempfile
->>> from gemmgen.presets import preset
+>>> from gemmgen.kernel.presets import preset
+>>> from gemmgen.records.entry import Entry
 >>> fp = {"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132}
 >>> e = Entry.new("4096x4096x4096/NN", preset("v10"), tflops=21.0, cublas_tflops=25.0, trials=200)
 >>> saved = record(fp, [e], results=tempfile.mkdtemp())
@@ -33,25 +34,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
-from functools import cached_property
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .atomic import locked, write_atomic
-from .config import ConfigError, KernelConfig
-from .outcome import Shape
-from .paths import data_dir, user_results_dir
-from .result_keys import FP32, entry_key, parse_key, shape_order  # noqa: F401  (part of the store's API)
+from ..base.files import locked, write_atomic
+from ..base.paths import data_dir, user_results_dir
+from .entry import Entry, ResultsError, parse_entry
+from .keys import shape_order
 
 SCHEMA = 1
 SOFTWARE = ("driver", "cuda", "gemmgen")   # fingerprint fields that change without a new GPU
 HARDWARE = ("name", "cc", "sm_count")      # fingerprint fields that must agree within one file
-
-
-class ResultsError(ValueError):
-    """A results file that cannot be used (corrupt, other schema, other GPU), or a missing entry."""
 
 
 def slug(device_name: str) -> str:
@@ -61,96 +55,6 @@ def slug(device_name: str) -> str:
     'nvidia-geforce-rtx-3090'
     """
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
-
-
-@dataclass(frozen=True)
-class Entry:
-    """The best kernel found for one shape, layout and accuracy class on one GPU."""
-
-    key: str                 # shape and layout, plus the precision where not fp32: '4096x4096x4096/NN'
-    config: dict             # KernelConfig.to_dict() of the winner
-    name: str                # KernelConfig.name: CUDA symbol and cache key
-    source_hash: str         # sha256 of the rendered source that was measured
-    tflops: float
-    cublas_tflops: float     # cuBLAS in the same run, interleaved with the kernel
-    ratio: float             # tflops / cublas_tflops (>1 beats cuBLAS)
-    date: str                # ISO 8601, UTC
-    trials: int              # trials the search spent on this shape
-    env: dict = field(default_factory=dict)              # driver, CUDA and gemmgen of the run
-    origin: str = field(default="", compare=False)       # file it was read from ('' if new)
-    precision: str = ""      # KernelConfig.precision of the winner ('' = read it off the config)
-
-    def __post_init__(self) -> None:
-        if not self.precision:   # entries of old files, and entries built without it
-            object.__setattr__(self, "precision", self.kernel_config.precision)
-
-    @classmethod
-    def new(cls, key: str, config: KernelConfig, tflops: float, cublas_tflops: float, trials: int,
-            source_hash: str | None = None, date: str | None = None) -> "Entry":
-        """An entry for a fresh winner, keyed by shape and the config's precision; the source hash
-        defaults to ``render(config).digest``.
-
-        >>> from gemmgen.presets import preset
-        >>> Entry.new("64x64x64", preset("v1"), 1.0, 2.0, 5).key, Entry.new("64x64x64", preset("tf32"), 1.0, 2.0, 5).key
-        ('64x64x64/NN', '64x64x64/NN/tf32')
-        """
-        if source_hash is None:
-            from .render import render  # the store needs rendering only for this default
-            source_hash = render(config).digest
-        ratio = round(tflops / cublas_tflops, 4) if cublas_tflops else 0.0
-        shape, precision = parse_key(key) if key.count("/") == 2 else (Shape.parse(key, config.layout), config.precision)
-        if precision != config.precision:
-            raise ValueError(f"key {key!r} names precision {precision}, but {config.name} computes {config.precision}")
-        return cls(entry_key(shape, precision), config.to_dict(), config.name, source_hash, float(tflops),
-                   float(cublas_tflops), ratio, date or now(), int(trials), precision=precision)
-
-    @cached_property
-    def kernel_config(self) -> KernelConfig:
-        """The stored config as a KernelConfig."""
-        return KernelConfig.from_dict(self.config)
-
-    @cached_property
-    def shape(self) -> Shape:
-        """The shape and layout of the stored key (without its precision)."""
-        return parse_key(self.key)[0]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (without key and origin, which the file records around it)."""
-        d = asdict(self)
-        del d["key"], d["origin"]
-        return d
-
-
-_FIELDS: dict[str, tuple[type, ...]] = {
-    "config": (dict,), "name": (str,), "source_hash": (str,), "tflops": (int, float),
-    "cublas_tflops": (int, float), "ratio": (int, float), "date": (str,), "trials": (int,)}
-
-
-def parse_entry(key: str, data: Any, where: str) -> Entry:
-    """Validate one stored entry; a problem raises ResultsError naming the file and the key."""
-    def bad(what: str) -> ResultsError:
-        return ResultsError(f"{where}: entry {key!r} {what}")
-    if not isinstance(data, dict):
-        raise bad(f"is a {type(data).__name__}, not an object")
-    for name, kinds in _FIELDS.items():
-        if name not in data:
-            raise bad(f"lacks the field {name!r}")
-        if not isinstance(data[name], kinds) or isinstance(data[name], bool):
-            raise bad(f"field {name!r} = {data[name]!r} is not a {kinds[0].__name__}")
-    try:
-        (shape, precision), config = parse_key(key), KernelConfig.from_dict(data["config"])
-    except (ValueError, ConfigError) as exc:
-        raise bad(f"is unreadable: {exc}") from None
-    if shape.layout != config.layout:
-        raise bad(f"holds a {config.layout} kernel under a {shape.layout} key")
-    # an old file has no precision field: the config says it
-    for what, value in (("key", precision), ("field 'precision'", data.get("precision", precision))):
-        if value != config.precision:
-            raise bad(f"holds a {config.precision} kernel ({config.family}) under the {what} {value}; "
-                      f"its key is {entry_key(shape, config.precision)!r}")
-    fields_ = {k: data[k] for k in _FIELDS}
-    return Entry(key=entry_key(shape, precision), env=dict(data.get("env") or {}), origin=where,
-                 precision=precision, **fields_)
 
 
 @dataclass(frozen=True)
@@ -171,11 +75,6 @@ class DeviceResults:
         return {"schema": SCHEMA, "device": self.device, "entries": entries}
 
 
-def now() -> str:
-    """The current UTC time in ISO 8601, to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 # ---- reading -----------------------------------------------------------------------------------
 def load_file(path: str | os.PathLike) -> DeviceResults:
     """Read and validate one results file; any problem raises ResultsError naming the file.
@@ -185,7 +84,7 @@ def load_file(path: str | os.PathLike) -> DeviceResults:
     >>> _ = p.write_text('{"schema": 2}')
     >>> load_file(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    gemmgen.store.ResultsError: .../nvidia-l4.json: schema 2, but this gemmgen reads schema 1 ...
+    gemmgen.records.entry.ResultsError: .../nvidia-l4.json: schema 2, but this gemmgen reads schema 1 ...
     """
     path = Path(path)
     data = _read_json(path)
@@ -277,7 +176,7 @@ def record(fingerprint: Mapping, entries: Iterable[Entry],
            results: str | os.PathLike | None = None) -> DeviceResults:
     """Merge entries into the GPU's file under its lock and write it atomically; returns the file's content.
 
-    ``fingerprint`` is :func:`gemmgen.devices.fingerprint` (a dict with at least ``name``); entries
+    ``fingerprint`` is :func:`gemmgen.base.devices.fingerprint` (a dict with at least ``name``); entries
     without ``env`` are stamped with its driver, CUDA and gemmgen versions. See the module example.
     """
     if not isinstance(fingerprint.get("name"), str):

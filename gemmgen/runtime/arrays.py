@@ -1,5 +1,6 @@
-"""Turning user arrays into GEMM operands: CuPy arrays, anything with __cuda_array_interface__,
-or DLPack (PyTorch CUDA tensors), without copies.
+"""Turning the user's arrays into matrices matmul can pass to a kernel: CuPy arrays, anything with
+__cuda_array_interface__, or DLPack (PyTorch CUDA tensors), without copies. (The pointers a kernel
+launch reads are gemmgen.measure.launch.Operands.)
 
 A and B may be float32, float16 or bfloat16 (CuPy knows bfloat16 only with ml_dtypes installed; a
 PyTorch bfloat16 tensor is read through a 16-bit integer view of the same memory). A 2-D operand
@@ -16,7 +17,7 @@ ELEMENT_TYPES = {"f": "f32", "e": "f16"}
 VALID = "float32, float16 or bfloat16"
 
 
-def operand(x: Any, what: str) -> tuple[Any, str]:
+def input_matrix(x: Any, what: str) -> tuple[Any, str]:
     """(a CuPy view of a CUDA matrix, its element type "f32"/"f16"/"bf16"), without copies.
 
     TypeError names ``what`` for host arrays, non-arrays and other dtypes.

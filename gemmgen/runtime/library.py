@@ -1,85 +1,37 @@
-"""The tuned kernels of one GPU and the rule that picks one for a shape and a precision.
+"""The tuned kernels of one GPU: loaded from the results folders, picked per shape and precision class.
 
-Stored entries are grouped by their config's precision class (``KernelConfig.precision``: fp32 for
-simt and 3xTF32, tf32, f16 or bf16 for the half family), and a request is served only by its own
-class: a tf32 winner never serves an fp32 call. Within a class, the dispatch rule (lookup.dispatch):
-the exact tuned shape if present; else the tuned config of the nearest tuned shape (log-distance
-over M, N, K) among those that accept the shape; else the built-in preset of the class
-(:data:`FALLBACK`), with one warning, or an error with strict=True.
+Within a class, the dispatch rule (:mod:`.dispatch`): the exact tuned shape if present; else the
+tuned config of the nearest tuned shape (log-distance over M, N, K) among those that accept the
+shape; else the class's preset (:mod:`.precision`), with one warning, or an error with strict=True.
+A kernel is validated once, against this GPU, when it is loaded.
 
->>> resolve_precision(None, "f16"), resolve_precision("tf32", "f32")
-('f16', 'tf32')
->>> fallback_config("fp32", "sm_86").label, fallback_config("fp32", "sm_90", "TN").label
-('v13', 'tf32x3')
->>> fallback_config("fp32", "sm_90").label, fallback_config("tf32", "sm_90").label
-('tf32x3-wgmma', 'tf32-wgmma')
+>>> lib = gemmgen.load()                                  # doctest: +SKIP
+>>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
 """
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .config import KernelConfig
-from .launch import LoadedKernel, Operands
-from .presets import preset
-from .render import render
+from ..base.devices import DeviceSpec, detect, fingerprint, resolve_alias
+from ..build.nvrtc import compile_source
+from ..codegen.render import render, render_validated
+from ..kernel.config import KernelConfig
+from ..kernel.rules import explain
+from ..measure.launch import LoadedKernel, Operands
+from ..records.entry import Entry
+from ..records.lookup import load_device
+from .dispatch import dispatch
+from .precision import PRECISIONS, by_precision, fallback_config
 
-PRECISIONS = ("fp32", "tf32", "f16", "bf16")   # the classes matmul's precision= takes
-DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
-# The built-in preset per precision class, used where no stored result fits. fp32: v13 (SIMT, tuned
-# per architecture), except where 3xTF32 measured faster: on the H100 52.5 vs 46.7 TFLOP/s at 4096^3
-# and 53.0 vs 46.7 at 8192^3 (docs/PERFORMANCE.md). f16/bf16: the 128x256 cp.async wmma kernels.
-FALLBACK = {"fp32": "v13", "tf32": "tf32", "f16": "wmma-fast", "bf16": "wmma-bf16"}
-FALLBACK_BY_ARCH = {("sm_90", "fp32"): "tf32x3"}
-# Hopper's wgmma variant reads A and B in the NN layout only (rules_wgmma.WGMMA_LAYOUT); there it beats
-# the mma.sync kernels (H100, 8192^3: 3xTF32 87 vs 53 TFLOP/s, TF32 161 vs 111; docs/PERFORMANCE.md).
-FALLBACK_NN = {("sm_90", "fp32"): "tf32x3-wgmma", ("sm_90", "tf32"): "tf32-wgmma"}
+_LIBRARIES: dict[tuple, "KernelLibrary"] = {}
+_LOCK = threading.Lock()
 
 
 class NoTunedKernels(LookupError):
     """strict=True and no tuned result fits the request."""
-
-
-def resolve_precision(precision: Optional[str], dtype: str) -> str:
-    """The precision class a call asks for: ``precision`` checked against the inputs' dtype
-    ("f32", "f16", "bf16"); None means the inputs' own class (fp32 for float32 inputs).
-
-    >>> resolve_precision("tf32", "f16")
-    Traceback (most recent call last):
-    ...
-    ValueError: precision='tf32' needs float32 inputs, but A and B are float16 (valid for them: f16 or None)
-    """
-    valid = ("fp32", "tf32") if dtype == "f32" else (dtype,)
-    if precision is None:
-        return valid[0]
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)} or None "
-                         "(None: fp32 for float32 inputs, the inputs' own type for float16/bfloat16)")
-    if precision not in valid:
-        need = DTYPE_NAMES["f32" if precision in ("fp32", "tf32") else precision]
-        raise ValueError(f"precision={precision!r} needs {need} inputs, but A and B are {DTYPE_NAMES[dtype]} "
-                         f"(valid for them: {', '.join(valid)} or None)")
-    return precision
-
-
-def fallback_config(precision: str, arch: str, layout: str = "NN") -> KernelConfig:
-    """The built-in config that serves a precision class where nothing stored fits (see FALLBACK)."""
-    name = FALLBACK_BY_ARCH.get((arch, precision), FALLBACK[precision])
-    if layout == "NN":
-        name = FALLBACK_NN.get((arch, precision), name)
-    cfg = preset(name, arch)
-    if precision in ("f16", "bf16") and cfg.dtype != precision:
-        cfg = cfg.replace(dtype=precision)   # a half preset serves both input types
-    return cfg.replace(layout=layout)
-
-
-def by_precision(entries: Mapping[str, object]) -> dict[str, dict[str, object]]:
-    """Stored entries grouped by their config's precision class (their keys are kept as they are)."""
-    groups: dict[str, dict[str, object]] = {}
-    for key, e in entries.items():
-        groups.setdefault(e.kernel_config.precision, {})[key] = e
-    return groups
 
 
 @dataclass
@@ -92,19 +44,20 @@ class Kernel:
 
     @property
     def source(self) -> str:
-        return render(self.config).code
+        return render_validated(self.config).code   # validated for this GPU when it was loaded
 
     def __call__(self, ops: Operands, stream=None) -> None:
         self.loaded.launch(ops, stream)
 
 
 class KernelLibrary:
-    """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in compile.py).
+    """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in build.nvrtc).
 
     ``entries`` holds the fp32 class (what matmul serves by default); ``classes`` every class.
     """
 
-    def __init__(self, spec, entries: dict, device_id: int = 0, strict: bool = False):
+    def __init__(self, spec: DeviceSpec, entries: Mapping[str, Entry], device_id: int = 0, strict: bool = False):
+        self.stored = dict(entries)
         self.classes = by_precision(entries)
         self.entries = self.classes.get("fp32", {})
         self.spec, self.device_id, self.strict = spec, device_id, strict
@@ -125,25 +78,59 @@ class KernelLibrary:
         return kernel
 
     def _pick(self, M, N, K, layout, lda, ldb, ldc, precision) -> Kernel:
-        from .lookup import dispatch
-
         entry = dispatch(self.classes.get(precision, {}), M, N, K, layout, lda, ldb, ldc)
         if entry is not None:
             return self._load(entry.kernel_config, entry.to_dict())
         what = f"{precision} kernel for {M}x{N}x{K}/{layout} on {self.spec.name}"
         if self.strict:
             raise NoTunedKernels(f"no tuned {what} (strict=True); run `gemmgen search` or pass strict=False")
-        config = fallback_config(precision, self.spec.arch, layout)
+        config, kind = self._fallback(precision, layout, (M, N, K, lda, ldb, ldc))
         if precision not in self._warned:
-            warnings.warn(f"gemmgen: no tuned {what}; using the built-in preset {config.label} "
+            warnings.warn(f"gemmgen: no tuned {what}; using the {kind} preset {config.label} "
                           "(run `gemmgen search` to tune)", stacklevel=4)
             self._warned.add(precision)
         return self._load(config, None)
 
-    def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
-        from .compile import compile_source
+    def _fallback(self, precision: str, layout: str, request: tuple) -> tuple[KernelConfig, str]:
+        """The class's preset as every entry point resolves it (v13: this GPU's stored winner) where
+        that is valid here and accepts the request, else the built-in one, which accepts any shape."""
+        builtin = fallback_config(precision, self.spec, layout)
+        resolved = fallback_config(precision, self.spec, layout, self.stored)
+        if resolved != builtin and resolved.accepts(*request) is None and not explain(resolved, self.spec):
+            return resolved, "stored"
+        return builtin, "built-in"
 
+    def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
         if config.name not in self._kernels:
-            binary = compile_source(render(config, self.spec), self.spec.arch)
+            binary = compile_source(render(config, self.spec), self.spec.arch)   # validated here, once
             self._kernels[config.name] = Kernel(config, LoadedKernel(config, binary), measured)
         return self._kernels[config.name]
+
+
+def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[int] = None,
+         strict: bool = False) -> KernelLibrary:
+    """The tuned kernels for a GPU: the shipped results plus the user's (or ``results``).
+
+    ``gpu="auto"`` uses the current CUDA device; a name ("h100") must match it.
+
+    >>> lib = gemmgen.load()                                  # doctest: +SKIP
+    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
+    """
+    import cupy
+
+    dev = cupy.cuda.Device().id if device_id is None else device_id
+    spec = detect(dev)
+    if gpu != "auto" and resolve_alias(gpu) != spec.key:
+        raise ValueError(f"gpu={gpu!r} does not match this device, {spec.name!r}; use gpu='auto'")
+    entries = load_device(fingerprint(dev), results).entries
+    return KernelLibrary(spec, entries, dev, strict)
+
+
+def library_for(device_id: int, strict: bool) -> KernelLibrary:
+    """The process-wide library of a device, loaded on first use (what matmul calls)."""
+    key = (device_id, strict)
+    lib = _LIBRARIES.get(key)   # lock-free fast path once loaded
+    if lib is None:
+        with _LOCK:
+            lib = _LIBRARIES.get(key) or _LIBRARIES.setdefault(key, load(device_id=device_id, strict=strict))
+    return lib

@@ -1,56 +1,25 @@
-"""gemmgen's Python entry points: ``matmul`` and ``load``.
+"""``gemmgen.matmul``: C = alpha * A @ B + beta * C on CUDA arrays, with this GPU's tuned kernel.
 
->>> import cupy, gemmgen                                     # doctest: +SKIP (needs a GPU)
->>> A = cupy.random.rand(1000, 700, dtype=cupy.float32)
->>> B = cupy.random.rand(700, 300, dtype=cupy.float32)
->>> C = gemmgen.matmul(A, B)                                 # C = A @ B with the tuned kernel
->>> C = gemmgen.matmul(A, B.T.copy().T, out=C, alpha=2.0, beta=1.0)   # C = 2 A@B + C, B column-major
->>> C = gemmgen.matmul(A, B, precision="tf32")              # TF32 tensor cores, ~3e-4 relative error
->>> C = gemmgen.matmul(A.astype(cupy.float16), B.astype(cupy.float16))   # half inputs, float32 C
+On a GPU (C = A @ B; C = 2 A@B + C with B column-major; TF32 tensor cores, ~3e-4 relative error;
+half inputs with a float32 C):
+
+>>> import cupy, gemmgen                                                # doctest: +SKIP
+>>> A = cupy.random.rand(1000, 700, dtype=cupy.float32)                 # doctest: +SKIP
+>>> B = cupy.random.rand(700, 300, dtype=cupy.float32)                  # doctest: +SKIP
+>>> C = gemmgen.matmul(A, B)                                            # doctest: +SKIP
+>>> C = gemmgen.matmul(A, B.T.copy().T, out=C, alpha=2.0, beta=1.0)     # doctest: +SKIP
+>>> C = gemmgen.matmul(A, B, precision="tf32")                          # doctest: +SKIP
+>>> C = gemmgen.matmul(A.astype(cupy.float16), B.astype(cupy.float16))  # doctest: +SKIP
 """
 from __future__ import annotations
 
 import contextlib
-import threading
 from typing import Any, Optional
 
-from .launch import Operands
-from .library import DTYPE_NAMES, KernelLibrary, resolve_precision
-from .operands import as_output, check_matrix, layout_of, operand, overlaps
-
-_LIBRARIES: dict[tuple, KernelLibrary] = {}
-_LOCK = threading.Lock()
-
-
-def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[int] = None,
-         strict: bool = False) -> KernelLibrary:
-    """The tuned kernels for a GPU: the shipped results plus the user's (or ``results``).
-
-    ``gpu="auto"`` uses the current CUDA device; a name ("h100") must match it.
-
-    >>> lib = gemmgen.load()                                  # doctest: +SKIP (needs a GPU)
-    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
-    """
-    import cupy
-
-    from .devices import detect, fingerprint, resolve_alias
-    from .lookup import load_device
-
-    dev = cupy.cuda.Device().id if device_id is None else device_id
-    spec = detect(dev)
-    if gpu != "auto" and resolve_alias(gpu) != spec.key:
-        raise ValueError(f"gpu={gpu!r} does not match this device, {spec.name!r}; use gpu='auto'")
-    entries = load_device(fingerprint(dev), results).entries
-    return KernelLibrary(spec, entries, dev, strict)
-
-
-def _library(device_id: int, strict: bool) -> KernelLibrary:
-    key = (device_id, strict)
-    lib = _LIBRARIES.get(key)   # lock-free fast path once loaded
-    if lib is None:
-        with _LOCK:
-            lib = _LIBRARIES.get(key) or _LIBRARIES.setdefault(key, load(device_id=device_id, strict=strict))
-    return lib
+from ..measure.launch import Operands
+from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
+from .library import library_for
+from .precision import DTYPE_NAMES, resolve_precision
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
@@ -73,7 +42,7 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     """
     import cupy
 
-    (a, ta), (b, tb) = operand(A, "A"), operand(B, "B")
+    (a, ta), (b, tb) = input_matrix(A, "A"), input_matrix(B, "B")
     check_matrix(a, "A")
     check_matrix(b, "B")
     if ta != tb:
@@ -96,7 +65,7 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
     # the common case needs no device switch, which would cost a few microseconds per call
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
-        _library(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls)(ops, stream)
+        library_for(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls)(ops, stream)
     return out if out is not None else c
 
 
@@ -118,24 +87,3 @@ def _output(out, a, b, M: int, N: int, beta: float):
         if overlaps(c, x):
             raise ValueError(f"out overlaps {name} in memory; the kernel would read what it writes")
     return c
-
-
-def bench(configs=None, shapes=("4096x4096x4096",), layout: str = "NN", device_id: int = 0,
-          progress=None, rep_ms: float = 100.0):
-    """Time configs (default: presets v0..v13) against cuBLAS on this GPU, each in an isolated worker.
-
-    Returns benchmark rows (see gemmgen.benchmark): print ``gemmgen.benchmark.table(rows)``.
-
-    >>> rows = gemmgen.bench([gemmgen.preset("v10")], ["2048x2048x2048"])   # doctest: +SKIP (needs a GPU)
-    """
-    from .benchmark import run
-    from .outcome import Shape
-    from .presets import all_presets
-    from .worker import Worker
-
-    shapes = [s if isinstance(s, Shape) else Shape.parse(s, layout) for s in shapes]
-    with Worker(device_id) as worker:
-        worker.call("ping")
-        configs = configs if configs is not None else all_presets(worker.spec.arch)
-        measure = lambda cfg, shape: worker.call("measure", cfg, shape, rep_ms=rep_ms)
-        return run(configs, shapes, measure, progress)

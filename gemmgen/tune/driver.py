@@ -1,100 +1,23 @@
-"""The search driver behind ``gemmgen search``: plan, presets first, workers per GPU, finalists, winner.
+"""The search driver behind ``gemmgen search``: presets first, one trial runner per GPU, then the finalists.
 
-Measuring is injected: ``measure_for(device_id)`` returns a ``measure(config, shape) -> Measurement``
-that raises a :class:`gemmgen.outcome.Failure` for expected failures; ``prepare(config)`` (compile)
-runs ahead in a pool; ``retime(configs, shape)`` re-times the finalists before a winner is named.
-See :func:`run_search` for an example.
+See :func:`run_search` for an example; :mod:`.plan` says what a search is given.
 """
 from __future__ import annotations
 
-import math
 import multiprocessing
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import optuna
 
-from .config import KernelConfig
-from .devices import KNOWN, DeviceSpec, UnknownDevice, known, resolve_alias
-from .outcome import Failure, Measurement, Shape
-from .presets import all_presets
-from .rules import explain
-from .space import Space, SpaceError, load_space
-from .studies import default_storage, fail_dead_trials, make_sampler, open_storage, open_study, study_name
-from .trial_stats import Counts, counts, is_measured, progress, top_trials
-from .tuner_worker import MeasureFor, Observer, Prepare, Worker
-
-Retime = Callable[[list[KernelConfig], Shape], Sequence["Measurement | Failure"]]
-
-
-class SearchError(RuntimeError):
-    """A search that could not name a winner, or a worker process that died; the message says which."""
-
-
-class GpuMismatch(ValueError):
-    """``--gpu`` names another GPU than the one detected."""
-
-
-@dataclass(frozen=True)
-class SearchPlan:
-    """Everything a worker process needs to join a search (picklable: sent to one process per GPU)."""
-
-    storage: str                  # RDB URL: sqlite:///... or postgresql://...
-    study: str
-    shape: Shape
-    device: DeviceSpec
-    space: Space
-    trials: int = 100             # measured trials in total, across resumes and workers
-    sampler: str = "tpe"
-    seed: int = 0
-    timeout: float | None = None  # seconds of search per worker run; None = until the budget
-    lookahead: int = 3            # candidates in flight: one measured, the rest prepared meanwhile
-    jobs: int = 2                 # prepare (compile) workers
-    pool: str = "thread"          # thread, or process for a prepare() that holds the GIL
-    heartbeat: int | None = 30    # seconds; a trial silent for 3 beats is failed by other workers
-    presets: bool = True
-    finalists: int = 5
-    max_skips: int = 500          # invalid or repeated draws in a row before the search counts as stuck
-
-
-def make_plan(shape: Shape, device: DeviceSpec | str, *, trials: int = 100, storage: str | None = None,
-              study: str | None = None, several_shapes: bool = False, space: Space | str | Path | None = None,
-              results: str | Path | None = None, family: str | None = None, several_families: bool = False,
-              **options: Any) -> SearchPlan:
-    """A plan with the defaults a user expects: TPE seeded 0, SQLite in the results directory,
-    the shipped space of ``family`` (simt unless ``space`` names another) for the device's
-    architecture, study ``<gpu>-<shape>`` (``<gpu>-<family>-<shape>`` for other families than simt).
-
-    >>> make_plan(Shape(4096, 4096, 4096), "h100", storage="sqlite:///:memory:").study
-    'h100-4096x4096x4096-NN'
-    >>> make_plan(Shape(4096, 4096, 4096), "h100", family="tf32x3", storage="sqlite:///:memory:").study
-    'h100-tf32x3-4096x4096x4096-NN'
-    """
-    dev = device if isinstance(device, DeviceSpec) else known(device)
-    if isinstance(space, Space):
-        if family is not None and space.family != family:
-            raise SpaceError(f"the space {space.source} is of family {space.family!r}, not {family!r}")
-    else:
-        space = load_space(family if family is not None or space else "simt", dev.arch, space, device=dev)
-    name = study_name(dev.key, shape, study, several_shapes, space.family, several_families)
-    plan = SearchPlan(storage or default_storage(results), name, shape, dev, space, trials, **options)
-    make_sampler(plan.sampler, plan.seed, plan.space)   # an unknown sampler or a huge grid fails here, early
-    return plan
-
-
-# ---- running --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SearchResult:
-    """The winner after re-timing, its finalists, and what the study recorded."""
-
-    study: str
-    config: KernelConfig
-    measurement: Measurement
-    trial: int
-    counts: Counts
-    stopped: str                                   # budget, timeout, exhausted or stuck (per worker)
-    finalists: list = field(default_factory=list)  # (config, Measurement or Failure), best first
+from ..kernel.config import KernelConfig
+from ..kernel.presets import all_presets
+from ..kernel.rules import explain
+from .finalists import SearchError, SearchResult, pick_winner
+from .plan import MeasureFor, Observer, Prepare, Retime, SearchPlan
+from .runner import TrialRunner
+from .storage import open_storage
+from .studies import fail_dead_trials, open_study
+from .trial_stats import progress
 
 
 def run_search(plan: SearchPlan, measure_for: MeasureFor, *, prepare: Prepare | None = None,
@@ -106,7 +29,8 @@ def run_search(plan: SearchPlan, measure_for: MeasureFor, *, prepare: Prepare | 
     sharing the study (``measure_for`` and ``prepare`` must then be picklable top-level callables).
 
     >>> import tempfile
-    >>> from gemmgen.outcome import Measurement, Shape
+    >>> from gemmgen.base import Measurement, Shape
+    >>> from gemmgen.tune.plan import make_plan
     >>> def measure_for(device):   # a fake GPU where bigger block tiles are faster
     ...     return lambda c, s: Measurement(c.name, s, ms=1 + 1 / c.BM, iqr_ms=0, cublas_ms=1.0, rel_error=0)
     >>> db = f"sqlite:///{tempfile.mkdtemp()}/studies.db"
@@ -117,7 +41,7 @@ def run_search(plan: SearchPlan, measure_for: MeasureFor, *, prepare: Prepare | 
     """
     setup_study(plan)
     if len(devices) <= 1:
-        stopped = Worker(plan, measure_for, prepare, devices[0] if devices else 0, 0, observer).run()
+        stopped = TrialRunner(plan, measure_for, prepare, devices[0] if devices else 0, 0, observer).run()
     else:
         stopped = _run_processes(plan, measure_for, prepare, list(devices), observer, poll)
     return pick_winner(plan, retime, stopped)
@@ -126,6 +50,8 @@ def run_search(plan: SearchPlan, measure_for: MeasureFor, *, prepare: Prepare | 
 def setup_study(plan: SearchPlan) -> optuna.Study:
     """Create or continue the study: fail the trials of dead workers, enqueue presets once.
 
+    >>> from gemmgen.base import Shape
+    >>> from gemmgen.tune.plan import make_plan
     >>> plan = make_plan(Shape(4096, 4096, 4096), "h100", storage="sqlite:///:memory:")
     >>> setup_study(plan).user_attrs["presets"][:4]
     ['v2', 'v3', 'v4', 'v5']
@@ -144,7 +70,8 @@ def enqueue_presets(study: optuna.Study, plan: SearchPlan) -> list[str]:
     Measured first, they make the search end no worse than the best preset. A preset the space can
     express is enqueued as its parameters (the sampler learns from it), any other as its config.
 
-    >>> from gemmgen.studies import open_storage
+    >>> from gemmgen.base import Shape
+    >>> from gemmgen.tune.plan import make_plan
     >>> plan = make_plan(Shape(100, 100, 100), "rtx3090", storage="sqlite:///:memory:", study="odd")
     >>> study = optuna.create_study(storage=open_storage(plan.storage), study_name="odd")
     >>> enqueue_presets(study, plan)[-2:]   # checked-bounds presets fit any shape
@@ -170,7 +97,7 @@ def _fits(config: KernelConfig, plan: SearchPlan) -> bool:
 
 def _run_processes(plan: SearchPlan, measure_for: MeasureFor, prepare: Prepare | None, devices: list[int],
                    observer: Observer | None, poll: float) -> str:
-    """One spawned worker process per device; returns their stop reasons, e.g. 'budget'."""
+    """One spawned search process per device, each running a TrialRunner; returns their stop reasons."""
     ctx = multiprocessing.get_context("spawn")   # not fork: each worker opens its own CUDA context
     reasons = ctx.SimpleQueue()
     procs = [ctx.Process(target=_worker_main, args=(plan, measure_for, prepare, dev, i, reasons),
@@ -204,78 +131,6 @@ def _worker_main(plan: SearchPlan, measure_for: MeasureFor, prepare: Prepare | N
                  index: int, reasons: Any) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # the parent draws the progress line
     try:
-        reasons.put(Worker(plan, measure_for, prepare, device, index).run())
+        reasons.put(TrialRunner(plan, measure_for, prepare, device, index).run())
     except KeyboardInterrupt:
         raise SystemExit(130) from None   # trials in flight are recorded; no traceback per worker
-
-
-# ---- finalists ------------------------------------------------------------------------------
-def pick_winner(plan: SearchPlan, retime: Retime | None = None, stopped: str = "budget") -> SearchResult:
-    """Re-time the top configs (with ``retime``; else keep their search timings) and return the fastest.
-
-    ``retime(configs, shape)`` returns one Measurement or Failure per config, in order; see
-    :func:`run_search` for an example.
-    """
-    study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
-    trials = study.get_trials(deepcopy=False)
-    top = top_trials(study, plan.finalists, trials)
-    if not top:
-        raise SearchError(f"no candidate of study {plan.study!r} passed: {_failure_digest(trials)}")
-    configs = [KernelConfig.from_dict(t.user_attrs["config"]) for t in top]
-    timed = list(retime(configs, plan.shape)) if retime else [_recorded(t, plan.shape) for t in top]
-    ranked = sorted(zip(configs, timed, top), key=lambda x: -_tflops(x[1]))
-    config, best, trial = ranked[0]
-    if isinstance(best, Failure):
-        raise SearchError(f"every finalist failed its re-timing; first: {best.kind}: {best.reason}")
-    study.set_user_attr("finalists", [_finalist(c, m, t) for c, m, t in ranked])
-    return SearchResult(plan.study, config, best, trial.number, counts(trials), stopped,
-                        [(c, m) for c, m, _ in ranked])
-
-
-def _finalist(config: KernelConfig, m: Measurement | Failure, trial: optuna.trial.FrozenTrial) -> dict:
-    if isinstance(m, Failure):
-        return {"name": config.name, "trial": trial.number, "failure": f"{m.kind}: {m.reason}"}
-    return {"name": config.name, "trial": trial.number, "tflops": m.tflops, "ratio": m.ratio}
-
-
-def _tflops(m: Measurement | Failure) -> float:
-    return m.tflops if isinstance(m, Measurement) else -math.inf
-
-
-def _recorded(t: optuna.trial.FrozenTrial, shape: Shape) -> Measurement:
-    a = t.user_attrs
-    return Measurement(a["name"], shape, ms=a["ms"], iqr_ms=a.get("iqr_ms", 0.0), cublas_ms=a.get("cublas_ms", 0.0),
-                       rel_error=a.get("rel_error", 0.0))
-
-
-def _failure_digest(trials: list) -> str:
-    """'4 compile, 5 invalid, 0 interrupted; first reason: ...' (a measured failure's reason first)."""
-    tally = counts(trials)
-    failed = [t for t in trials if is_measured(t)] + [t for t in trials if t.user_attrs.get("kind") == "invalid"]
-    kinds = ", ".join(f"{n} {k}" for k, n in sorted(tally.failed.items())) or "none measured"
-    first = f"; first reason: {failed[0].user_attrs.get('reason', '')}" if failed else ""
-    return f"{kinds}, {tally.invalid} invalid, {tally.interrupted} interrupted{first}"
-
-
-# ---- target GPU -----------------------------------------------------------------------------
-def match_gpu(requested: str | None, detected: str) -> str:
-    """The table key of the detected GPU, checked against ``--gpu`` (any alias) when one is given.
-
-    >>> match_gpu("h100", "NVIDIA H100 80GB HBM3")
-    'h100'
-    >>> match_gpu("rtx3090", "NVIDIA H100 PCIe")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    gemmgen.tuner.GpuMismatch: --gpu rtx3090 is the NVIDIA GeForce RTX 3090 (rtx3090), but the detected GPU ...
-    """
-    try:
-        found = resolve_alias(detected)
-    except UnknownDevice:
-        found = None
-    if requested is None:
-        return found or detected
-    wanted = resolve_alias(requested)   # an unknown name raises UnknownDevice listing the known ones
-    if wanted != found:
-        seen = f"{detected} ({found})" if found else f"{detected} (not in gemmgen's table)"
-        raise GpuMismatch(f"--gpu {requested} is the {KNOWN[wanted].name} ({wanted}), but the detected GPU is "
-                          f"{seen}; leave out --gpu or run on the named GPU")
-    return wanted

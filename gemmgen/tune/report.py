@@ -3,7 +3,7 @@
 Needs matplotlib (``pip install 'gemmgen[plot]'``); without it, :class:`MissingDependency` says so.
 
 >>> import tempfile, optuna
->>> from gemmgen.studies import open_storage
+>>> from gemmgen.tune.storage import open_storage
 >>> db = f"sqlite:///{tempfile.mkdtemp()}/s.db"
 >>> study = optuna.create_study(storage=open_storage(db), study_name="demo", direction="maximize")
 >>> study.optimize(lambda t: t.suggest_int("x", 0, 9) + t.suggest_categorical("y", [0, 5]), n_trials=8)
@@ -18,7 +18,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
-from .studies import StudyError, open_storage
+from .storage import StudyError, open_storage
 from .trial_stats import is_measured
 
 
@@ -46,7 +46,7 @@ def measured_study(storage: str, name: str, with_params: bool = False) -> optuna
 
     >>> measured_study("sqlite:///:memory:", "nope")
     Traceback (most recent call last):
-    gemmgen.studies.StudyError: no study 'nope' in sqlite:///:memory:
+    gemmgen.tune.storage.StudyError: no study 'nope' in sqlite:///:memory:
     """
     try:
         source = optuna.load_study(study_name=name, storage=open_storage(storage))

@@ -1,14 +1,15 @@
-"""One search worker: ask Optuna for candidates, reject and dedupe them, prepare ahead, measure, tell.
+"""One search process's loop on one GPU: ask Optuna for candidates, reject and dedupe them, prepare
+ahead, measure, tell.
 
-The worker keeps ``lookahead`` candidates in flight: while the GPU measures the oldest, a pool
+The runner keeps ``lookahead`` candidates in flight: while the GPU measures the oldest, a pool
 prepares (compiles) the next ones. Every trial is told as soon as its outcome is known (ask/tell),
 so a killed worker loses only the trials in flight; a heartbeat lets other processes fail those.
 
->>> from gemmgen.tuner import make_plan
->>> from gemmgen.outcome import Measurement, Shape
+>>> from gemmgen.tune.plan import make_plan
+>>> from gemmgen.base import Measurement, Shape
 >>> plan = make_plan(Shape(256, 256, 256), "h100", trials=3, storage="sqlite:///:memory:")
 >>> fake = lambda c, s: Measurement(c.name, s, ms=1.0 + c.BK / 100, iqr_ms=0, cublas_ms=1.0, rel_error=0)
->>> Worker(plan, lambda device: fake).run()
+>>> TrialRunner(plan, lambda device: fake).run()
 'budget'
 """
 from __future__ import annotations
@@ -19,31 +20,32 @@ import math
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, Trial, TrialState
 
-from .config import KernelConfig
-from .outcome import Failure, Measurement, Shape
-from .rules import explain
-from .studies import _AskTellGrid, fail_dead_trials, make_sampler, open_storage, open_study, worker_seed, worker_tag
+from ..base.outcome import Failure, Measurement
+from ..base.shape import Shape
+from ..kernel.config import KernelConfig
+from ..kernel.rules import explain
+from .plan import Measure, MeasureFor, Observer, Prepare, SearchPlan
+from .samplers import AskTellGrid, make_sampler, worker_seed
+from .storage import open_storage
+from .studies import fail_dead_trials, open_study, worker_tag
 from .trial_stats import is_measured, progress
 
-if TYPE_CHECKING:
-    from .tuner import SearchPlan
-
-Measure = Callable[[KernelConfig, Shape], Measurement]
-MeasureFor = Callable[[int], Measure]   # device id -> measure function of that GPU
-Prepare = Callable[[KernelConfig], Any]
-Observer = Callable[[Any], None]   # receives a studies.Progress
 _REASON_CHARS = 2000               # a compile log can be long; the trial keeps its head
 
 
-class Worker:
-    """Runs trials of one plan's study on one device until the budget, time or space runs out."""
+class TrialRunner:
+    """Runs trials of one plan's study on one device until the budget, time or space runs out.
 
-    def __init__(self, plan: "SearchPlan", measure_for: MeasureFor, prepare: Prepare | None = None, device: int = 0,
+    Each trial's config is validated here, once, against the plan's device (``_invalid``); the
+    prepare and measure functions receive only configs that passed.
+    """
+
+    def __init__(self, plan: SearchPlan, measure_for: MeasureFor, prepare: Prepare | None = None, device: int = 0,
                  index: int = 0, observer: Observer | None = None):
         self.plan, self.measure_for, self.prepare, self.observer = plan, measure_for, prepare, observer
         self.device = device
@@ -129,7 +131,7 @@ class Worker:
         in_flight = len(self.pending) + (self.running is not None)
         if sum(map(is_measured, trials)) + in_flight >= plan.trials:
             return "budget"
-        if isinstance(self.study.sampler, _AskTellGrid) and self.study.sampler.is_exhausted(self.study):
+        if isinstance(self.study.sampler, AskTellGrid) and self.study.sampler.is_exhausted(self.study):
             return "exhausted"
         if self.skips >= plan.max_skips:   # the sampler only proposes rejected or known configs
             return "stuck"

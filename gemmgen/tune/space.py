@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import FAMILIES, KernelConfig
-from .devices import DeviceSpec, UnknownDevice, for_arch
-from .outcome import Shape
-from .paths import data_dir
-from .rules import explain
-from .space_params import FIELDS as _FIELDS, KINDS as _KINDS, SAMPLED as _SAMPLED
-from .space_params import Case, Expr, Param, SpaceError, Trial
+from ..base.devices import DeviceSpec, UnknownDevice, for_arch
+from ..base.paths import data_dir
+from ..base.shape import Shape
+from ..kernel.config import FAMILIES, KernelConfig
+from ..kernel.rules import explain
+from .space_parts import FIELDS as _FIELDS, KINDS as _KINDS, SAMPLED as _SAMPLED
+from .space_parts import Case, Expr, Param, SpaceError, Trial
 
 _DEFAULTS = KernelConfig().to_dict()
 
@@ -152,7 +152,7 @@ def load_space(family: str | None = None, arch: str = "sm_90", path: str | Path 
     'tf32x3'
     >>> load_space("wmma")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    gemmgen.space_params.SpaceError: no search space for family 'wmma'; valid: simt, tf32, tf32x3...
+    gemmgen.tune.space_parts.SpaceError: no search space for family 'wmma'; valid: simt, tf32, tf32x3...
     """
     if path is None and family is not None and family not in families():
         raise SpaceError(f"no search space for family {family!r}; valid: {', '.join(families())}")

@@ -1,6 +1,6 @@
 """The pieces of a search space: checked expressions, cases of a parameter, parameters.
 
-``gemmgen.space`` loads them from a space file and draws configs with them.
+``gemmgen.tune.space`` loads them from a space file and draws configs with them.
 
 >>> Expr.parse("stages == 2", "demo")({"stages": 2})
 True
@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping, Protocol
 
-from .config import KernelConfig
+from ..kernel.config import KernelConfig
 
 KINDS = ("choices", "range", "pow2", "value", "derive")
 SAMPLED = ("choices", "range", "pow2")

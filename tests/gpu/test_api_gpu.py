@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import gemmgen
-from gemmgen.gate import rel_error
-from gemmgen.presets import names
+from gemmgen.measure.gate import rel_error
+from gemmgen.kernel.presets import names
 
 pytestmark = pytest.mark.gpu
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gemmgen.outcome import RuntimeFailure, Shape, Timeout, WrongResult
-from gemmgen.presets import preset
-from gemmgen.render import emit
+from gemmgen.base import RuntimeFailure, Shape, Timeout, WrongResult
+from gemmgen.kernel.presets import preset
+from gemmgen.codegen.render import emit
 
 pytestmark = pytest.mark.gpu
 
@@ -15,7 +15,7 @@ SMALL = Shape(512, 512, 512)
 
 
 def planted(old: str, new: str, cfg=GOOD) -> str:
-    code = emit(cfg)
+    code = emit(cfg, "sm_90")
     assert old in code, f"planting failed: {old!r} not in source"
     return code.replace(old, new, 1)
 

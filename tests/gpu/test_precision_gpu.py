@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import gemmgen
-from gemmgen.gate import allowed, gate_bound, rel_error
-from gemmgen.outcome import Shape
-from gemmgen.presets import names, preset
-from gemmgen.problem import Problem
+from gemmgen.measure.gate import allowed, gate_bound, rel_error
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import names, preset
+from gemmgen.measure.problem import Problem
 
 pytestmark = pytest.mark.gpu
 

@@ -1,30 +1,31 @@
 """Rules of the tensor-core families (tf32, tf32x3): mma.sync m16n8k8 with TF32 operands.
 
-Registered into :mod:`gemmgen.rules` (which imports this module), so :func:`gemmgen.rules.explain`
-checks them with the rest. The shared ones (WARP_TILE, VECTORIZE, SHARED_MEMORY, SPLIT_K, ...) are
-registered there for these families too.
+:mod:`.registry` runs them with the rest; the shared ones (WARP_TILE, VECTORIZE, SHARED_MEMORY,
+SPLIT_K, ...) are in :mod:`.tiled`, the register model in :mod:`.registers`.
 
->>> from gemmgen.config import KernelConfig
->>> from gemmgen.devices import DeviceSpec
+>>> from gemmgen.kernel.config import KernelConfig
+>>> from gemmgen.base.devices import DeviceSpec
+>>> from gemmgen.kernel.rules import explain
 >>> turing = DeviceSpec("t4", "Tesla T4", (7, 5), 40, 164 * 1024, 164 * 1024)
 >>> cfg = KernelConfig(family="tf32x3", BK=32, WM=64, WN=64, stages=3, async_copy=True)
->>> from gemmgen.rules import explain
 >>> [v.rule for v in explain(cfg, turing)]
 ['TENSOR_CORE_ARCH']
 """
 from __future__ import annotations
 
-from .config import TENSOR_CORE, KernelConfig
-from .rules import rule
+from ..config import TENSOR_CORE, KernelConfig
+from . import registers
+from .instructions import MMA_K, MMA_M, MMA_N
+from .rule import RuleSet
 
-MMA_M, MMA_N, MMA_K = 16, 8, 8          # mma.sync.aligned.m16n8k8 .tf32: one warp, 16x8 of C per k8 step
+RULES = RuleSet()
 # Parameters of the simt family that the tensor-core kernels do not have (the warp tile is made of
 # mma tiles, so there are no thread tiles; shared memory follows the global layout).
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced")
 
 
 def _tc(name):
-    return rule(name, *TENSOR_CORE)
+    return RULES.add(name, *TENSOR_CORE)
 
 
 @_tc("TENSOR_CORE_DEFAULTS")
@@ -99,20 +100,9 @@ def _swizzle(c, d):
     return "; ".join(out) or None
 
 
-def register_estimate(c: KernelConfig) -> int:
-    """Rough registers per thread: accumulators, A and B fragments (twice for big/small), addressing."""
-    frags = (c.WM // MMA_M) * 4 + (c.WN // MMA_N) * 2
-    return c.accumulators + frags * (2 if c.family == "tf32x3" else 1) + 40
-
-
 @_tc("TC_REGISTERS")
 def _registers(c, d):
     if c.mma == "wgmma":
-        return None   # rules_wgmma.WGMMA_REGISTERS counts the wgmma variant's registers
-    est = register_estimate(c)
-    if est > 255:
-        return (f"about {est} registers per thread ({c.accumulators} accumulators for a {c.WM}x{c.WN} warp "
-                "tile); a thread has at most 255. A smaller warp tile fits")
-    if est * c.threads > d.regs_per_block:
-        return f"about {est} registers x {c.threads} threads = {est * c.threads}; a block has {d.regs_per_block}"
-    return None
+        return None   # wgmma.WGMMA_REGISTERS counts the wgmma variant's registers
+    return registers.violation(c, d, f"{c.accumulators} accumulators for a {c.WM}x{c.WN} warp tile",
+                               ". A smaller warp tile fits")

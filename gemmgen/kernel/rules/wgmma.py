@@ -2,35 +2,36 @@
 
 The variant computes C^T = B^T A^T with ``wgmma.mma_async.m64nBMk8``: a warpgroup (128 threads) owns 64
 columns of C and all BM rows, A is read by the tensor cores from shared memory (K-major, 128-byte
-swizzle) and B from registers. Registered into :mod:`gemmgen.rules` like :mod:`gemmgen.rules_tc`.
+swizzle) and B from registers. :mod:`.registry` runs these rules after the tensor-core families' own.
 
->>> from gemmgen.config import KernelConfig
->>> from gemmgen.devices import for_arch
->>> from gemmgen.rules import explain
+>>> from gemmgen.kernel.config import KernelConfig
+>>> from gemmgen.base.devices import for_arch
+>>> from gemmgen.kernel.rules import explain
 >>> cfg = KernelConfig(family="tf32x3", mma="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8,
 ...                    pad_b=8, stages=2, async_copy=True)
 >>> explain(cfg, for_arch("sm_90"))
 []
->>> [v.rule for v in explain(cfg, for_arch("sm_80"))]
-['WGMMA_ARCH']
+>>> [v.rule for v in explain(cfg, for_arch("sm_80"))]   # and 168 KB of stages do not fit an A100
+['SHARED_MEMORY', 'WGMMA_ARCH']
 """
 from __future__ import annotations
 
-from .config import MMA_KINDS, TENSOR_CORE, KernelConfig
-from .rules import rule
+from ..config import MMA_KINDS, TENSOR_CORE
+from . import registers
+from .instructions import MAX_WGMMA_N, WG_N
+from .rule import RuleSet
 
-WG_N = 64          # columns of C (rows of C^T) one warpgroup owns: wgmma's M is 64
-MAX_WGMMA_N = 256  # wgmma's N (our BM) is a multiple of 8 up to 256
+RULES = RuleSet()
 
 
 def _wg(name):
     """A rule of the wgmma variant: checked for the tensor-core families when mma == 'wgmma'."""
     def deco(fn):
-        return rule(name, *TENSOR_CORE)(lambda c, d: fn(c, d) if c.mma == "wgmma" else None)
+        return RULES.add(name, *TENSOR_CORE)(lambda c, d: fn(c, d) if c.mma == "wgmma" else None)
     return deco
 
 
-@rule("MMA_KIND")
+@RULES.add("MMA_KIND")
 def _mma_kind(c, d):
     if c.mma not in MMA_KINDS:
         return f"mma = {c.mma!r}; valid: {', '.join(MMA_KINDS)}"
@@ -86,20 +87,8 @@ def _smem(c, d):
     return "; ".join(out) or None
 
 
-def register_estimate(c: KernelConfig) -> int:
-    """Registers per thread: accumulators (and the stage's partial sums for 3xTF32), B's fragments, addressing."""
-    acc = c.accumulators * (2 if c.family == "tf32x3" else 1)
-    frags = (c.BK // 8) * 4 * (2 if c.family == "tf32x3" else 1)
-    return acc + frags + 40
-
-
 @_wg("WGMMA_REGISTERS")
 def _registers(c, d):
-    est = register_estimate(c)
-    if est > 255:
-        return (f"about {est} registers per thread ({c.accumulators} accumulators"
-                f"{' twice (sum and stage partial)' if c.family == 'tf32x3' else ''}, {c.BK // 8} k8 steps of "
-                "fragments); a thread has at most 255: use a smaller BM or BK")
-    if est * c.threads > d.regs_per_block:
-        return f"about {est} registers x {c.threads} threads = {est * c.threads}; a block has {d.regs_per_block}"
-    return None
+    what = (f"{c.accumulators} accumulators{' twice (sum and stage partial)' if c.family == 'tf32x3' else ''}, "
+            f"{c.BK // 8} k8 steps of fragments")
+    return registers.violation(c, d, what, ". Use a smaller BM or BK")

@@ -1,12 +1,12 @@
 """Rules of the half family (wmma): fp16/bf16 inputs on the tensor cores in 16x16x16 WMMA tiles.
 
-Registered into :mod:`gemmgen.rules` (which imports this module), so :func:`gemmgen.rules.explain`
-checks them with the rest. The shared ones (WARP_TILE, VECTORIZE, SHARED_MEMORY, SPLIT_K, BOUNDS,
-OCCUPANCY, DTYPE) are registered there for this family too.
+:mod:`.registry` runs them with the rest; the shared ones (WARP_TILE, VECTORIZE, SHARED_MEMORY,
+SPLIT_K, BOUNDS, OCCUPANCY, DTYPE) are in :mod:`.tiled` and :mod:`.common`, the register model in
+:mod:`.registers`.
 
->>> from gemmgen.config import KernelConfig
->>> from gemmgen.devices import DeviceSpec
->>> from gemmgen.rules import explain
+>>> from gemmgen.kernel.config import KernelConfig
+>>> from gemmgen.base.devices import DeviceSpec
+>>> from gemmgen.kernel.rules import explain
 >>> turing = DeviceSpec("t4", "Tesla T4", (7, 5), 40, 64 * 1024, 64 * 1024, max_threads_per_sm=1024)
 >>> cfg = KernelConfig(family="wmma", dtype="bf16", BK=32, WM=64, WN=64, vec=8, pad_a=8, pad_b=8)
 >>> [v.rule for v in explain(cfg, turing)]
@@ -14,19 +14,20 @@ OCCUPANCY, DTYPE) are registered there for this family too.
 """
 from __future__ import annotations
 
-from .config import HALF, KernelConfig
-from .rules import rule
+from ..config import HALF, KernelConfig
+from . import registers
+from .instructions import WMMA_K, WMMA_M, WMMA_N
+from .rule import RuleSet
 
-WMMA_M = WMMA_N = WMMA_K = 16   # wmma.m16n16k16: one warp, a 16x16 tile of C per 16-deep k step
+RULES = RuleSet()
 # Parameters of the simt family that the wmma kernels do not have: the warp tile is made of wmma
 # tiles (no thread tiles), shared memory follows the global layout (no a_kmajor), and the WMMA load
 # instructions read a strided matrix, so its 16-byte chunks cannot be XOR-swizzled (padding instead).
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "swz_a", "swz_b")
-FRAGMENT_REGS = 4               # 32-bit registers of one 16x16 half fragment per thread (256 x 2 B / 32 lanes)
 
 
 def _wmma(name):
-    return rule(name, *HALF)
+    return RULES.add(name, *HALF)
 
 
 @_wmma("WMMA_DEFAULTS")
@@ -96,26 +97,8 @@ def _padding(c, d):
     return None
 
 
-def register_estimate(c: KernelConfig) -> int:
-    """Rough registers per thread: accumulators, the A fragments of one partial sum's k16 steps (two
-    at most), one column of B fragments, the fresh partial sum of one tile (without partials: one k16
-    step of A and B fragments), single-stage staging registers, and addressing."""
-    ks = min(max(c.BK // WMMA_K, 1), 2)
-    frags = (c.WM // WMMA_M) * ks * FRAGMENT_REGS + ks * FRAGMENT_REGS + 8
-    if not c.partials:   # straight into the accumulators: one k16 step of A and B fragments at a time
-        frags = (c.WM // WMMA_M + c.WN // WMMA_N) * FRAGMENT_REGS
-    per_reg = 2 if c.vec > 1 else 1                 # halves per staging register
-    staging = 0 if c.async_copy else (c.BM + c.BN) * c.BK // (per_reg * max(c.threads, 1))
-    return c.accumulators + frags + staging + 40
-
-
 @_wmma("WMMA_REGISTERS")
 def _registers(c, d):
-    est = register_estimate(c)
-    if est > 255:
-        return (f"about {est} registers per thread ({c.accumulators} accumulators for a {c.WM}x{c.WN} warp "
-                f"tile, {c.WM // WMMA_M * min(c.BK // WMMA_K, 2)} A fragments at a time); a thread has at most 255. "
-                "A smaller warp tile or BK fits")
-    if est * c.threads > d.regs_per_block:
-        return f"about {est} registers x {c.threads} threads = {est * c.threads}; a block has {d.regs_per_block}"
-    return None
+    what = (f"{c.accumulators} accumulators for a {c.WM}x{c.WN} warp tile, "
+            f"{c.WM // WMMA_M * min(c.BK // WMMA_K, 2)} A fragments at a time")
+    return registers.violation(c, d, what, ". A smaller warp tile or BK fits")

@@ -1,12 +1,12 @@
-"""gemmgen.ptxas: parsing ptxas's report, compile errors as CompileFailure, a clear missing-nvcc error."""
+"""gemmgen.build: nvcc, parsing ptxas's report, compile errors as CompileFailure, a clear missing-nvcc error."""
 from __future__ import annotations
 
 import pytest
 
-from gemmgen import ptxas
-from gemmgen.outcome import CompileFailure
+from gemmgen.build import logs, nvcc, parallel, resources
+from gemmgen.base import CompileFailure
 
-needs_nvcc = pytest.mark.skipif(not ptxas.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+needs_nvcc = pytest.mark.skipif(not nvcc.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
 
 LOG = """\
 ptxas info    : 0 bytes gmem
@@ -23,7 +23,7 @@ ptxas info    : Used 16 registers, used 0 barriers, 380 bytes cmem[0]
 
 
 def test_parse_reads_every_kernel():
-    found = ptxas.parse(LOG)
+    found = resources.parse(LOG)
     assert set(found) == {"main_k", "main_k_scale"}
     k = found["main_k"]
     assert (k.arch, k.registers, k.smem_bytes, k.barriers) == ("sm_86", 255, 2048, 1)
@@ -33,11 +33,11 @@ def test_parse_reads_every_kernel():
 
 def test_parse_ignores_properties_of_non_entry_functions():
     log = LOG.replace("Function properties for main_k_scale", "Function properties for _Z6helperv")
-    assert ptxas.parse(log)["main_k_scale"].stack_bytes == 0
+    assert resources.parse(log)["main_k_scale"].stack_bytes == 0
 
 
 def test_report_names_missing_kernels():
-    report = ptxas.PtxasReport("sm_90", ptxas.parse(LOG))
+    report = resources.PtxasReport("sm_90", resources.parse(LOG))
     assert report.spills == 28
     with pytest.raises(KeyError, match="main_k_scale"):
         report["nope"]
@@ -47,27 +47,27 @@ def test_missing_nvcc_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
-    monkeypatch.setattr(ptxas.shutil, "which", lambda *a, **k: None)
-    assert not ptxas.have_nvcc()
-    with pytest.raises(ptxas.ToolkitMissing, match="CUDA_HOME"):
-        ptxas.compile_cubin('extern "C" __global__ void k() {}')
+    monkeypatch.setattr(nvcc.shutil, "which", lambda *a, **k: None)
+    assert not nvcc.have_nvcc()
+    with pytest.raises(nvcc.ToolkitMissing, match="CUDA_HOME"):
+        nvcc.compile_cubin('extern "C" __global__ void k() {}')
 
 
 def test_first_error_and_numbered_source():
-    assert ptxas.first_error("a\nk.cu(2): error: bad\n") == "k.cu(2): error: bad"
-    assert ptxas.numbered("x\ny").splitlines()[1] == "   2  y"
+    assert logs.first_error("a\nk.cu(2): error: bad\n") == "k.cu(2): error: bad"
+    assert logs.numbered("x\ny").splitlines()[1] == "   2  y"
 
 
 @needs_nvcc
 def test_compile_reports_resources():
-    report = ptxas.compile_cubin('extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }', "sm_80")
+    report = nvcc.compile_cubin('extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }', "sm_80")
     assert report["k"].registers > 0 and report["k"].spills == 0 and report.arch == "sm_80"
 
 
 @needs_nvcc
 def test_compile_error_is_a_compile_failure_with_the_log():
     with pytest.raises(CompileFailure) as err:
-        ptxas.compile_cubin('extern "C" __global__ void k() { undefined_thing(); }', "sm_90")
+        nvcc.compile_cubin('extern "C" __global__ void k() { undefined_thing(); }', "sm_90")
     assert "undefined_thing" in err.value.reason and "undefined_thing" in err.value.detail
     assert "   1  extern" in err.value.detail                     # numbered source for the reader
 
@@ -75,13 +75,6 @@ def test_compile_error_is_a_compile_failure_with_the_log():
 @needs_nvcc
 def test_compile_many_keeps_order_and_returns_failures():
     good = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
-    results = ptxas.compile_many([(good, "sm_80"), ("garbage", "sm_86"), (good, "sm_90")])
+    results = parallel.compile_many([(good, "sm_80"), ("garbage", "sm_86"), (good, "sm_90")])
     assert [type(r).__name__ for r in results] == ["PtxasReport", "CompileFailure", "PtxasReport"]
     assert [results[0].arch, results[2].arch] == ["sm_80", "sm_90"]
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    result = doctest.testmod(ptxas, optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
