@@ -426,10 +426,12 @@ def test_pick_winner_without_retime_uses_search_timings(db):
 
 
 # ---- target GPU -----------------------------------------------------------------------------
-@pytest.mark.parametrize("alias, detected", [("h100", "NVIDIA H100 PCIe"), ("H100", "NVIDIA H100 80GB HBM3"),
-                                             ("rtx3090", "NVIDIA GeForce RTX 3090"), (None, "NVIDIA H200")])
-def test_match_gpu_accepts_aliases(alias, detected):
-    assert match_gpu(alias, detected) in ("h100", "rtx3090", "h200")
+@pytest.mark.parametrize("alias, detected, key", [("h100", "NVIDIA H100 PCIe", "h100"),
+                                                  ("H100", "NVIDIA H100 80GB HBM3", "h100"),
+                                                  ("rtx3090", "NVIDIA GeForce RTX 3090", "rtx3090"),
+                                                  (None, "NVIDIA H200", "h200"), (None, "NVIDIA H200 NVL", "h200")])
+def test_match_gpu_accepts_aliases(alias, detected, key):
+    assert match_gpu(alias, detected) == key
 
 
 def test_match_gpu_mismatch_names_both():
@@ -473,3 +475,26 @@ def test_report_of_a_missing_study(db, tmp_path):
     open_storage(db)
     with pytest.raises(StudyError, match="no study 'nope'"):
         write_report(db, "nope", tmp_path)
+
+
+# ---- validation -----------------------------------------------------------------------------
+def test_a_trial_is_validated_once_on_the_plans_device(db, monkeypatch):
+    """The runner checks each drawn config against the plan's GPU; preparing (NvrtcPrepare) and
+    measuring it do not check it again, and nothing checks it against another target."""
+    from gemmgen.kernel.rules import registry
+    from gemmgen.kernel.rules.rule import Rule
+    from gemmgen.tune import gpu
+
+    checked = Counter()
+
+    def spy(c, d):
+        checked[(c.name, d.key)] += 1
+
+    monkeypatch.setattr(registry, "RULES", (Rule("SPY", spy, ("simt",)), *registry.RULES))
+    monkeypatch.setattr(gpu, "compile_source", lambda source, arch: None)   # no NVRTC: render only
+    plan = make_plan(SHAPE, "rtx3090", trials=6, storage=db, sampler="random", presets=False)
+    fake = FakeGPU()
+    run_search(plan, fake, prepare=gpu.NvrtcPrepare(plan.device.arch))
+    measured = {name for _, name in fake.calls}
+    assert measured and all(checked[(name, "rtx3090")] == 1 for name in measured), checked
+    assert {key for _, key in checked} == {"rtx3090"}

@@ -20,6 +20,15 @@ def _lib():
         return None
 
 
+def available() -> bool:
+    """True where NVML loads and initializes (a machine with an NVIDIA driver).
+
+    >>> isinstance(available(), bool)
+    True
+    """
+    return _lib() is not None
+
+
 def sm_clock_mhz(pci_bus_id: str) -> int:
     """Current SM clock of the GPU at ``pci_bus_id`` (as cudaDeviceGetPCIBusId reports it)."""
     lib = _lib()
