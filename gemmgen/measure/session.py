@@ -1,6 +1,6 @@
 """In-process measuring on one GPU: validate, load, gate, then time against cuBLAS in the same run.
 
-This runs inside a worker process (see worker.py), which owns the CUDA context: a kernel that
+This runs inside a worker process (see measure/worker.py), which owns the CUDA context: a kernel that
 crashes poisons only that context. A config is validated here against the GPU it runs on, unless
 the caller says it did that already (a search validates each trial once, before compiling it).
 """
