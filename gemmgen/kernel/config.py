@@ -2,13 +2,17 @@
 
 A config is a frozen value. Its :attr:`KernelConfig.name` is the one procedural name used as the
 CUDA symbol, the compile-cache key and the results key, so two configs with the same name are the
-same kernel.
+same kernel. What code and templates would otherwise branch on (layout letters, the
+split-K reduction, shared-memory tile shapes, the kernels one GEMM launches) are properties, so
+every stage asks the config once.
 
 >>> cfg = KernelConfig(BM=128, BN=128, BK=8, WM=64, WN=32, TM=8, TN=4)
 >>> cfg.threads
 256
 >>> KernelConfig.from_dict(cfg.to_dict()) == cfg
 True
+>>> cfg.replace(layout="TN", split_k=2).a_transposed, cfg.replace(split_k=2).kernel_names[0].endswith("_scale")
+(True, True)
 """
 from __future__ import annotations
 

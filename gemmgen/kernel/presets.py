@@ -108,7 +108,11 @@ def describe(name: str) -> str:
 
 
 def preset(name: str, arch: str = "sm_90", tuned: KernelConfig | None = None) -> KernelConfig:
-    """The preset's config; v13 takes ``tuned`` (a stored search winner) or the built-in best for ``arch``."""
+    """The preset's config; v13 takes ``tuned`` (a stored search winner) or the built-in best for ``arch``.
+
+    Entry points do not call this for v13 themselves: gemmgen.records.best.resolve_preset finds the
+    target GPU's stored winner and passes it as ``tuned``.
+    """
     if name == "v13":
         base = tuned or _BUILTIN_BEST.get(arch) or _BUILTIN_BEST["sm_80"]
         return base.replace(label="v13")
