@@ -11,7 +11,7 @@ import time
 import cupy as cp
 
 import gemmgen
-from gemmgen.launch import Operands
+from gemmgen.measure.launch import Operands
 
 
 def per_call_us(fn, calls: int = 200, rounds: int = 10) -> float:

@@ -14,12 +14,12 @@ import json
 import sys
 import time
 
-from gemmgen.compile import compile_many
-from gemmgen.measure import Session
-from gemmgen.outcome import Failure, Shape
-from gemmgen.presets import preset
-from gemmgen.render import render
-from gemmgen.rules import explain
+from gemmgen.build.parallel import compile_many
+from gemmgen.measure.session import Session
+from gemmgen.base import Failure, Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.codegen.render import render
+from gemmgen.kernel.rules import explain
 
 SET = ("1024x1024x1024,2048x2048x2048,4096x4096x4096,8192x8192x8192,4096x4096x1024,2048x2048x16384,"
        "128x4096x4096,4096x128x4096,16384x16384x128,1000x1000x1000,4097x4097x4097,3000x5000x700")
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     splits = tuple(int(k) for k in args.splits.split(","))
     cands = {lay: list(candidates(splits, lay)) for lay in dict.fromkeys(s.layout for s in shapes)}
     t = time.time()
-    compile_many([render(c, "h100") for cs in cands.values() for _, c in cs], "sm_90")
+    compile_many([(render(c, "h100"), "sm_90") for cs in cands.values() for _, c in cs], compiler="nvrtc")
     print(f"{sum(map(len, cands.values()))} candidates compiled in {time.time() - t:.1f} s", flush=True)
     session, rows = Session(0), []
     for shape in shapes:

@@ -62,10 +62,10 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     import cupy
 
     import gemmgen
-    from gemmgen.devices import detect
-    from gemmgen.outcome import Shape
-    from gemmgen.problem import cublas_call
-    from gemmgen.timing import L2Flusher, bench_interleaved
+    from gemmgen.base.devices import detect
+    from gemmgen.base import Shape
+    from gemmgen.measure.problem import cublas_call
+    from gemmgen.measure.timing import bench_interleaved, L2Flusher
 
     A, B, a_store, b_store = operands(M, N, K, layout, seed)
     c_gg = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
 
     import cupy
 
-    from gemmgen.devices import detect
+    from gemmgen.base.devices import detect
 
     spec = detect(cupy.cuda.Device().id)
     rows = []

@@ -10,12 +10,12 @@ import tempfile
 
 import cupy as cp
 
-from gemmgen.compile import compile_source
-from gemmgen.launch import LoadedKernel
-from gemmgen.presets import preset
-from gemmgen.problem import Problem
-from gemmgen.outcome import Shape
-from gemmgen.render import render
+from gemmgen.build.nvrtc import compile_source
+from gemmgen.measure.launch import LoadedKernel
+from gemmgen.kernel.presets import preset
+from gemmgen.measure.problem import Problem
+from gemmgen.base import Shape
+from gemmgen.codegen.render import render
 
 
 def sass_mix(cubin: bytes, name: str) -> str:
@@ -39,7 +39,7 @@ def sass_mix(cubin: bytes, name: str) -> str:
 def main() -> int:
     label, n = sys.argv[1], int(sys.argv[2])
     cfg = preset(label, "sm_90")
-    binary = compile_source(render(cfg), "sm_90")
+    binary = compile_source(render(cfg, "sm_90"), "sm_90")
     print(sass_mix(binary.cubin, cfg.name), flush=True)
     k = LoadedKernel(cfg, binary)
     prob = Problem(Shape(n, n, n))

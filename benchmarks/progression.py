@@ -15,8 +15,9 @@ import os
 import sys
 
 import gemmgen
-from gemmgen.benchmark import table, to_json
-from gemmgen.devices import fingerprint
+from gemmgen.base.devices import detect, fingerprint
+from gemmgen.measure.benchmark import table, to_json
+from gemmgen.records.best import resolve_preset
 
 
 def main(argv=None) -> int:
@@ -28,7 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=float, default=200)
     args = ap.parse_args(argv)
     shapes = args.shape or ["4096x4096x4096", "8192x8192x8192"]
-    configs = [gemmgen.preset(p) for p in args.preset] or None
+    configs = [resolve_preset(p, detect(0)) for p in args.preset] or None   # v13 as gemmgen.bench means it
     progress = lambda i, n, r: print(f"[{i}/{n}] {r.label} {r.shape}: "
                                      f"{f'{r.measurement.tflops:.2f} TFLOP/s' if r.measurement else r.failure}", flush=True)
     rows = gemmgen.bench(configs, shapes, progress=progress, rep_ms=args.rep_ms)

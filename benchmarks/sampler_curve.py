@@ -10,7 +10,7 @@ import sys
 
 import optuna
 
-from gemmgen.studies import is_measured
+from gemmgen.tune.trial_stats import is_measured
 
 
 def curve(storage: str, name: str) -> dict:

@@ -24,13 +24,13 @@ def classes(c):
 def main(argv=None) -> int:
     import cupy
 
-    from gemmgen.compile import compile_source
-    from gemmgen.devices import detect
-    from gemmgen.launch import LoadedKernel, Operands
-    from gemmgen.outcome import Shape
-    from gemmgen.presets import preset
-    from gemmgen.problem import cublas_call
-    from gemmgen.render import render
+    from gemmgen.build.nvrtc import compile_source
+    from gemmgen.base.devices import detect
+    from gemmgen.measure.launch import LoadedKernel, Operands
+    from gemmgen.base import Shape
+    from gemmgen.kernel.presets import preset
+    from gemmgen.measure.problem import cublas_call
+    from gemmgen.codegen.render import render
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--preset", action="append", default=[])

@@ -12,12 +12,12 @@ import json
 import sys
 import time
 
-from gemmgen.compile import compile_many
-from gemmgen.measure import Session
-from gemmgen.outcome import Failure, Shape
-from gemmgen.presets import preset
-from gemmgen.render import render
-from gemmgen.rules import explain
+from gemmgen.build.parallel import compile_many
+from gemmgen.measure.session import Session
+from gemmgen.base import Failure, Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.codegen.render import render
+from gemmgen.kernel.rules import explain
 
 V10 = preset("v10").replace(label="")
 
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     shape = Shape.parse(args.shape)
     cands = list(neighbors() if args.neighbors else candidates())
     t = time.time()
-    compile_many([render(c) for _, c in cands], "sm_90")
+    compile_many([(render(c, "sm_90"), "sm_90") for _, c in cands], compiler="nvrtc")
     print(f"{len(cands)} candidates compiled in {time.time() - t:.1f} s", flush=True)
     session, rows = Session(0), []
     for label, cfg in cands:

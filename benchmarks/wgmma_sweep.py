@@ -13,12 +13,12 @@ import json
 import sys
 import time
 
-from gemmgen.compile import compile_many
-from gemmgen.measure import Session
-from gemmgen.outcome import Failure, Shape
-from gemmgen.presets import preset
-from gemmgen.render import render
-from gemmgen.rules import explain
+from gemmgen.build.parallel import compile_many
+from gemmgen.measure.session import Session
+from gemmgen.base import Failure, Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.codegen.render import render
+from gemmgen.kernel.rules import explain
 
 
 def candidates(family: str):
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     cands = [c for fam in args.families.split(",") for c in candidates(fam)]
     t = time.time()
-    compile_many([render(c, "h100") for _, c in cands], "sm_90")
+    compile_many([(render(c, "h100"), "sm_90") for _, c in cands], compiler="nvrtc")
     print(f"{len(cands)} candidates compiled in {time.time() - t:.1f} s", flush=True)
     session, rows = Session(0), []
     for shape in map(Shape.parse, args.shapes.split(",")):

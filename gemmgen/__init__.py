@@ -1,25 +1,23 @@
 """gemmgen: generate, verify, time and autotune specialized CUDA SGEMM kernels.
 
+The package is laid out as the pipeline, one folder per stage, each importing only the ones before it:
+``base`` (shared values) -> ``kernel`` (config, presets, rules) -> ``codegen`` (CUDA source) ->
+``build`` (NVRTC, nvcc) -> ``measure`` (launch, gate, time) -> ``tune`` (search) -> ``records``
+(results files) -> ``runtime`` (matmul), then this module (the public names) and ``cli``.
+
 >>> import gemmgen
 >>> cfg = gemmgen.preset("v10")
->>> 'extern "C"' in gemmgen.emit(cfg)
+>>> 'extern "C"' in gemmgen.emit(cfg, "sm_90")
 True
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from . import presets
-from .api import bench, load, matmul
-from .config import ConfigError, KernelConfig
-from .library import Kernel, KernelLibrary, NoTunedKernels
-from .lookup import dispatch, load_device
-from .outcome import (CompileFailure, Failure, Measurement, Rejected, RuntimeFailure, Shape, Timeout,
-                      WrongResult)
-from .presets import preset
-from .render import KernelSource, emit, render
-from .rules import InvalidConfig, Violation, explain, validate
-from .store import Entry, ResultsError, record
+from .base import (CompileFailure, Failure, Measurement, Rejected, RuntimeFailure, Shape, Timeout, WrongResult,
+                   __version__)
+from .codegen import KernelSource, emit, render
+from .kernel import ConfigError, InvalidConfig, KernelConfig, Violation, explain, preset, presets, validate
+from .records import Entry, ResultsError, load_device, record
+from .runtime import Kernel, KernelLibrary, NoTunedKernels, bench, dispatch, load, matmul
 
 __all__ = [
     "__version__", "CompileFailure", "ConfigError", "Entry", "Failure", "InvalidConfig", "Kernel",

@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 import time
 
-from gemmgen.devices import known
-from gemmgen.outcome import WrongResult
+from gemmgen.base.devices import known
+from gemmgen.base import WrongResult
 
 
 class FakeSession:
-    """Behaves like gemmgen.measure.Session, with misbehaviours on request."""
+    """Behaves like gemmgen.measure.session.Session, with misbehaviours on request."""
 
     def __init__(self, device_id: int):
         self.spec = known("h100")

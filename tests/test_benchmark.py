@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from gemmgen.benchmark import run, table, to_json
-from gemmgen.devices import known
-from gemmgen.outcome import Measurement, RuntimeFailure, Shape
-from gemmgen.presets import preset
+from gemmgen.measure.benchmark import run, table, to_json
+from gemmgen.base.devices import known
+from gemmgen.base import Measurement, RuntimeFailure, Shape
+from gemmgen.kernel.presets import preset
 
 CUBLAS_MS = {"fp32": 2.5, "tf32": 1.25}
 CUBLAS_ERR = {"fp32": 1.1e-6, "tf32": 2.6e-4}
@@ -65,7 +65,7 @@ def test_measurement_without_gate_errors_still_tabulates():
 
 
 class FakeWorker:
-    """Stands in for gemmgen.worker.Worker in `gemmgen bench` (no GPU, no process)."""
+    """Stands in for gemmgen.measure.worker.MeasureWorker in `gemmgen bench` (no GPU, no process)."""
 
     def __init__(self, device_id=0, **_):
         self.spec = known("h100")
@@ -89,7 +89,7 @@ def _bench_args(**changes):
 def test_cli_bench_reports_errors_and_modes(monkeypatch, capsys):
     from gemmgen.cli import bench
 
-    monkeypatch.setattr("gemmgen.worker.Worker", FakeWorker)
+    monkeypatch.setattr("gemmgen.measure.worker.MeasureWorker", FakeWorker)
     assert bench.run(_bench_args()) == 0
     out, err = capsys.readouterr()
     assert "cuBLAS tf32 (baseline)" in out and "against float64" in out

@@ -1,6 +1,6 @@
 """Every preset and 100 random valid configs compile with nvcc for sm_80, sm_86 and sm_90 (no GPU needed).
 
-All compiles are queued at once through ptxas.compile_many (one nvcc per core), so the module costs
+All compiles are queued at once through build.compile_many (one nvcc per core), so the module costs
 about (jobs x 0.8 s) / cores; the tests then read the shared results.
 """
 from __future__ import annotations
@@ -10,14 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gemmgen import ptxas
-from gemmgen.outcome import CompileFailure
-from gemmgen.presets import names, preset, runs_on
-from gemmgen.render import emit, render
-from gemmgen.space import sample_valid
+from gemmgen import build
+from gemmgen.base import CompileFailure
+from gemmgen.kernel.presets import names, preset, runs_on
+from gemmgen.codegen.render import emit, render
+from gemmgen.tune.space import sample_valid
 
 pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not ptxas.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")]
+              pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")]
 
 ARCHS = ("sm_80", "sm_86", "sm_90")
 # v5..v13 and the tensor-core presets: register-tiled kernels must not spill (the wgmma presets, at the
@@ -37,7 +37,7 @@ def compiled():
     """{(kind, name, arch): PtxasReport | CompileFailure} for presets and random configs."""
     jobs = [(("preset", n, a), render(preset(n, a), a)) for a in ARCHS for n in names() if runs_on(n, a)]
     jobs += [(("random", c.name, a), render(c, a)) for c in _random_configs() for a in ARCHS]
-    results = ptxas.compile_many([(src, key[2]) for key, src in jobs])
+    results = build.compile_many([(src, key[2]) for key, src in jobs])
     return {key: res for (key, _), res in zip(jobs, results)}
 
 
@@ -57,7 +57,7 @@ def test_every_preset_compiles(compiled, arch):
 @pytest.mark.parametrize("name", SPILL_FREE)
 def test_register_tiled_presets_do_not_spill_on_sm_90(compiled, name):
     report = compiled[("preset", name, "sm_90")]
-    assert isinstance(report, ptxas.PtxasReport), report
+    assert isinstance(report, build.PtxasReport), report
     assert report.spills == 0, {k.name: (k.registers, k.spill_stores, k.spill_loads) for k in report.kernels.values()}
 
 
@@ -69,15 +69,15 @@ def test_random_valid_configs_compile_for_every_arch(compiled):
 
 def test_registers_stay_within_the_hardware_limit(compiled):
     for key, report in compiled.items():
-        if isinstance(report, ptxas.PtxasReport):
+        if isinstance(report, build.PtxasReport):
             assert all(k.registers <= 255 for k in report.kernels.values()), key
 
 
 # ---- the --harness programs ------------------------------------------------------------------
 def _cublas_or_skip():
     try:
-        return ptxas.cublas_flags()
-    except ptxas.ToolkitMissing as err:
+        return build.nvcc.cublas_flags()
+    except build.ToolkitMissing as err:
         pytest.skip(str(err))
 
 
@@ -89,7 +89,7 @@ def test_every_harness_program_builds_for_sm_90(tmp_path):
 
     def build(cfg):
         try:
-            ptxas.build_program(emit(cfg, "sm_90", harness=True), tmp_path / cfg.label, cfg.target_arch("sm_90"))
+            build.build_program(emit(cfg, "sm_90", harness=True), tmp_path / cfg.label, cfg.target_arch("sm_90"))
             return None
         except CompileFailure as failure:
             return f"{cfg.label}: {failure.reason}"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gemmgen.config import BOUNDS, DTYPES, FRAGMENT_LOADS, LAYOUTS, MMA_KINDS, REDUCTIONS, ConfigError, KernelConfig
-from gemmgen.presets import all_presets, names, preset
+from gemmgen.kernel.config import BOUNDS, ConfigError, DTYPES, FRAGMENT_LOADS, KernelConfig, LAYOUTS, MMA_KINDS, REDUCTIONS
+from gemmgen.kernel.presets import all_presets, names, preset
 
 ARCHS = ("sm_80", "sm_86", "sm_90")
 

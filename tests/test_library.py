@@ -6,11 +6,11 @@ import warnings
 
 import pytest
 
-from gemmgen.devices import known
-from gemmgen.library import (FALLBACK, PRECISIONS, KernelLibrary, NoTunedKernels, fallback_config,
-                             resolve_precision)
-from gemmgen.presets import names, preset
-from gemmgen.store import Entry
+from gemmgen.base.devices import known
+from gemmgen.runtime.precision import FALLBACK, fallback_config, PRECISIONS, resolve_precision
+from gemmgen.runtime.library import KernelLibrary, NoTunedKernels
+from gemmgen.kernel.presets import names, preset
+from gemmgen.records.entry import Entry
 
 
 def _entries(*specs):

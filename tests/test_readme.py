@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gemmgen.presets import describe, names
+from gemmgen.kernel.presets import describe, names
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()

@@ -8,47 +8,74 @@ and review the diff (`git diff tests/golden`) before committing it.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 import jinja2
 import pytest
 
-from gemmgen.config import KernelConfig
-from gemmgen.presets import all_presets, names, preset
-from gemmgen.render import KernelSource, emit, environment, render
-from gemmgen.rules import InvalidConfig
-from gemmgen.space import sample_valid
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.presets import all_presets, names, preset
+from gemmgen.codegen.render import emit, environment, KernelSource, render
+from gemmgen.kernel.rules import InvalidConfig
+from gemmgen.tune.space import sample_valid
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("GEMMGEN_UPDATE_GOLDEN") == "1"
+
+
+KERNEL = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(')
+
+
+def defined_kernels(code: str) -> list[str]:
+    """Names of the kernels a source defines, in order."""
+    return KERNEL.findall(code)
+
+
+def header_config(code: str) -> dict:
+    """The config the header prints under '// Config:' (JSON broken over comment lines)."""
+    lines = code.split("// Config:\n", 1)[1].split("//\n", 1)[0].splitlines()
+    return json.loads("".join(line[len("//   "):] for line in lines))
+
+
+def test_the_helpers_read_a_source():
+    code = '// Config:\n//   {"BM": 1\n//   28}\n//\nextern "C" __global__ void __launch_bounds__(256, 1) k_a(int M)'
+    assert header_config(code) == {"BM": 128} and defined_kernels(code) == ["k_a"]
+
+
+def _check_source(src: KernelSource, cfg: KernelConfig) -> None:
+    """The source defines exactly the kernels the launch sequence names, and its header records the
+    config it was rendered from and that config's launch geometry."""
+    assert sorted(defined_kernels(src.code)) == sorted(cfg.kernel_names)
+    assert header_config(src.code) == cfg.to_dict()
+    assert f"dynamic shared memory = {cfg.smem_bytes} bytes" in src.code
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_90"])
 def test_every_preset_renders(arch):
     for cfg in all_presets(arch):
         src = render(cfg, arch, command=f"gemmgen emit --preset {cfg.label}")
-        assert isinstance(src, KernelSource) and src.name == cfg.name
-        assert f'extern "C" __global__ void' in src.code and cfg.name in src.code
+        _check_source(src, cfg)
         assert f"Produced by: gemmgen emit --preset {cfg.label}" in src.code
-        assert "dynamic shared memory" in src.code         # launch geometry in the header
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
 def test_random_configs_render(layout):
     for cfg in sample_valid(10, "sm_86", seed=7, layout=layout):
-        assert cfg.name in render(cfg, "sm_86").code
+        _check_source(render(cfg, "sm_86"), cfg)
 
 
 def test_split_k_sources_name_their_helper_kernels():
-    atomic = render(preset("v12"))
+    atomic = render(preset("v12"), "sm_90")
     assert atomic.kernel_names == (f"{atomic.name}_scale", atomic.name)
-    workspace = render(preset("v12").replace(reduce="workspace"))
+    workspace = render(preset("v12").replace(reduce="workspace"), "sm_90")
     assert f"{workspace.name}_reduce" in workspace.code
 
 
 def test_harness_is_appended_only_when_asked():
-    plain, full = emit(preset("v8")), emit(preset("v8"), harness=True)
+    plain, full = emit(preset("v8"), "sm_90"), emit(preset("v8"), "sm_90", harness=True)
     assert "int main(" not in plain
     assert full.startswith(plain) and "int main(int argc, char** argv)" in full
     assert "cublasSgemm" in full and "cudaEventElapsedTime" in full
@@ -74,8 +101,20 @@ def test_invalid_config_raises_before_rendering():
         emit(KernelConfig(BM=96, WM=64), "h100")
 
 
+def test_rendering_names_its_target():
+    """No silent default GPU: what is valid on an H100 may not fit an RTX 3090."""
+    big = preset("v10").replace(BK=32, stages=4, async_copy=True, prefetch=False)   # 132 KB of shared memory
+    with pytest.raises(TypeError):
+        render(big)
+    with pytest.raises(TypeError, match="a target is required"):
+        render(big, None)
+    assert big.name in render(big, "h100").code
+    with pytest.raises(InvalidConfig, match="SHARED_MEMORY"):
+        render(big, "rtx3090")
+
+
 def test_rendering_is_deterministic():
-    assert render(preset("v10")).digest == render(preset("v10")).digest
+    assert render(preset("v10"), "sm_90").digest == render(preset("v10"), "sm_90").digest
 
 
 # ---- golden files ----------------------------------------------------------------------------

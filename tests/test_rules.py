@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from gemmgen.config import KernelConfig
-from gemmgen.devices import DeviceSpec
-from gemmgen.presets import all_presets, names, preset
-from gemmgen.render import render
-from gemmgen.rules import InvalidConfig, explain, rule_names, validate
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.base.devices import DeviceSpec
+from gemmgen.kernel.presets import all_presets, names, preset
+from gemmgen.codegen.render import render
+from gemmgen.kernel.rules import explain, InvalidConfig, rule_names, validate
 
 TURING = DeviceSpec("t4", "Tesla T4", (7, 5), 40, 64 * 1024, 64 * 1024, max_threads_per_sm=1024)
 
@@ -115,7 +115,7 @@ def test_rule_names_cover_the_documented_ones():
 
 
 def test_simt_config_keeps_naive_only_parameter_at_default():
-    from gemmgen.presets import preset
-    from gemmgen.rules import explain
+    from gemmgen.kernel.presets import preset
+    from gemmgen.kernel.rules import explain
 
     assert [v.rule for v in explain(preset("v10").replace(coalesced=False), "h100")] == ["SIMT_DEFAULTS"]

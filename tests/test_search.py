@@ -18,15 +18,18 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from gemmgen.config import KernelConfig
-from gemmgen.devices import UnknownDevice
-from gemmgen.outcome import (CompileFailure, Failure, Measurement, Rejected, RuntimeFailure, Shape, Timeout,
-                             WrongResult)
-from gemmgen.rules import explain
-from gemmgen.space import load_space
-from gemmgen.studies import StudyError, default_storage, fail_dead_trials, make_sampler, open_storage
-from gemmgen.trial_stats import counts, progress, summary
-from gemmgen.tuner import GpuMismatch, SearchError, make_plan, match_gpu, pick_winner, run_search, setup_study
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.base.devices import UnknownDevice
+from gemmgen.base import CompileFailure, Failure, Measurement, Rejected, RuntimeFailure, Shape, Timeout, WrongResult
+from gemmgen.kernel.rules import explain
+from gemmgen.tune.space import load_space
+from gemmgen.tune.storage import default_storage, open_storage, StudyError
+from gemmgen.tune.studies import fail_dead_trials
+from gemmgen.tune.samplers import make_sampler
+from gemmgen.tune.trial_stats import counts, progress, summary
+from gemmgen.tune.plan import GpuMismatch, make_plan, match_gpu
+from gemmgen.tune.finalists import pick_winner, SearchError
+from gemmgen.tune.driver import run_search, setup_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 SHAPE = Shape(1024, 1024, 1024)
@@ -205,7 +208,7 @@ def test_repeated_configs_are_not_measured_again(tmp_path, db):
 
 
 def test_every_failure_kind_is_recorded_and_the_search_goes_on(db):
-    from gemmgen.space import sample_valid
+    from gemmgen.tune.space import sample_valid
 
     victims = sample_valid(25, "sm_90", seed=11)
     planted = {c.name: kind for c, kind in zip(victims, list(KINDS) * 5)}
@@ -423,10 +426,12 @@ def test_pick_winner_without_retime_uses_search_timings(db):
 
 
 # ---- target GPU -----------------------------------------------------------------------------
-@pytest.mark.parametrize("alias, detected", [("h100", "NVIDIA H100 PCIe"), ("H100", "NVIDIA H100 80GB HBM3"),
-                                             ("rtx3090", "NVIDIA GeForce RTX 3090"), (None, "NVIDIA H200")])
-def test_match_gpu_accepts_aliases(alias, detected):
-    assert match_gpu(alias, detected) in ("h100", "rtx3090", "h200")
+@pytest.mark.parametrize("alias, detected, key", [("h100", "NVIDIA H100 PCIe", "h100"),
+                                                  ("H100", "NVIDIA H100 80GB HBM3", "h100"),
+                                                  ("rtx3090", "NVIDIA GeForce RTX 3090", "rtx3090"),
+                                                  (None, "NVIDIA H200", "h200"), (None, "NVIDIA H200 NVL", "h200")])
+def test_match_gpu_accepts_aliases(alias, detected, key):
+    assert match_gpu(alias, detected) == key
 
 
 def test_match_gpu_mismatch_names_both():
@@ -443,7 +448,7 @@ def test_match_gpu_mismatch_names_both():
 # ---- report ---------------------------------------------------------------------------------
 def test_report_writes_pngs(db, tmp_path):
     pytest.importorskip("matplotlib", reason="gemmgen report needs matplotlib")
-    from gemmgen.tuner_report import write_report
+    from gemmgen.tune.report import write_report
 
     plan = make_plan(SHAPE, "h100", trials=24, storage=db, sampler="random")   # presets, then sampled
     run_search(plan, FakeGPU())
@@ -455,7 +460,7 @@ def test_report_writes_pngs(db, tmp_path):
 def test_report_without_matplotlib_says_how_to_install(db, tmp_path, monkeypatch):
     import importlib.util
 
-    from gemmgen.tuner_report import MissingDependency, write_report
+    from gemmgen.tune.report import MissingDependency, write_report
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
@@ -465,8 +470,31 @@ def test_report_without_matplotlib_says_how_to_install(db, tmp_path, monkeypatch
 
 def test_report_of_a_missing_study(db, tmp_path):
     pytest.importorskip("matplotlib")
-    from gemmgen.tuner_report import write_report
+    from gemmgen.tune.report import write_report
 
     open_storage(db)
     with pytest.raises(StudyError, match="no study 'nope'"):
         write_report(db, "nope", tmp_path)
+
+
+# ---- validation -----------------------------------------------------------------------------
+def test_a_trial_is_validated_once_on_the_plans_device(db, monkeypatch):
+    """The runner checks each drawn config against the plan's GPU; preparing (NvrtcPrepare) and
+    measuring it do not check it again, and nothing checks it against another target."""
+    from gemmgen.kernel.rules import registry
+    from gemmgen.kernel.rules.rule import Rule
+    from gemmgen.tune import gpu
+
+    checked = Counter()
+
+    def spy(c, d):
+        checked[(c.name, d.key)] += 1
+
+    monkeypatch.setattr(registry, "RULES", (Rule("SPY", spy, ("simt",)), *registry.RULES))
+    monkeypatch.setattr(gpu, "compile_source", lambda source, arch: None)   # no NVRTC: render only
+    plan = make_plan(SHAPE, "rtx3090", trials=6, storage=db, sampler="random", presets=False)
+    fake = FakeGPU()
+    run_search(plan, fake, prepare=gpu.NvrtcPrepare(plan.device.arch))
+    measured = {name for _, name in fake.calls}
+    assert measured and all(checked[(name, "rtx3090")] == 1 for name in measured), checked
+    assert {key for _, key in checked} == {"rtx3090"}

@@ -8,16 +8,17 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from gemmgen import store
+from gemmgen.records import store
 from gemmgen.cli import main
 from gemmgen.cli.search import parse_families
-from gemmgen.devices import known
-from gemmgen.outcome import Measurement, Shape
-from gemmgen.presets import preset
-from gemmgen.rules import explain
-from gemmgen.space import SpaceError, load_space, space_file
-from gemmgen.studies import StudyError, open_storage
-from gemmgen.tuner import make_plan, run_search
+from gemmgen.base.devices import known
+from gemmgen.base import Measurement, Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.kernel.rules import explain
+from gemmgen.tune.space import load_space, space_file, SpaceError
+from gemmgen.tune.storage import open_storage, StudyError
+from gemmgen.tune.plan import make_plan
+from gemmgen.tune.driver import run_search
 
 from test_search import speed
 
@@ -133,7 +134,8 @@ def test_help_documents_the_families(capsys):
 @pytest.fixture
 def fake_cli(monkeypatch, tmp_path):
     """`gemmgen search` on a fake H100: detection, fingerprint and the measuring side are replaced."""
-    from gemmgen import devices, gpu_search
+    from gemmgen.base import devices
+    from gemmgen.tune import gpu as gpu_search
 
     monkeypatch.setattr(devices, "detect", lambda device_id=0: known("h100"))
     monkeypatch.setattr(devices, "fingerprint", lambda device_id=0: dict(H100))
@@ -185,12 +187,3 @@ def test_search_resumes_each_family_in_its_own_study(fake_cli, capsys):
     search(capsys, fake_cli, "--family", "tf32x3", "--trials", "3")
     (again,), _ = search(capsys, fake_cli, "--family", "tf32x3", "--trials", "5")
     assert again["study"] == "h100-tf32x3-512x512x512-NN" and again["counts"]["measured"] == 5
-
-
-@pytest.mark.parametrize("module", ["gemmgen.cli.search", "gemmgen.tuner", "gemmgen.studies"])
-def test_docstring_examples_run(module):
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0

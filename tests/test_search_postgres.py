@@ -19,9 +19,10 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from gemmgen.studies import open_storage
-from gemmgen.trial_stats import counts
-from gemmgen.tuner import make_plan, run_search
+from gemmgen.tune.storage import open_storage
+from gemmgen.tune.trial_stats import counts
+from gemmgen.tune.plan import make_plan
+from gemmgen.tune.driver import run_search
 from test_search import SHAPE, TINY, FakeGPU, logged, small_space, speed, valid_configs
 
 pytestmark = pytest.mark.postgres

@@ -1,4 +1,4 @@
-"""The results store (gemmgen.store) and its readers (gemmgen.lookup): CPU only."""
+"""The results store (gemmgen.records) and the dispatch rule that reads it (gemmgen.runtime.dispatch): CPU only."""
 from __future__ import annotations
 
 import json
@@ -7,14 +7,19 @@ import time
 
 import pytest
 
-from gemmgen import atomic, lookup, store
-from gemmgen.config import KernelConfig
-from gemmgen.lookup import dispatch, export, list_rows, load_all, load_device, log_distance, show_rows
-from gemmgen.outcome import Shape
-from gemmgen.presets import preset
-from gemmgen.render import render
-from gemmgen.atomic import locked
-from gemmgen.store import Entry, ResultsError, load_file, record, slug
+from gemmgen.base import files
+from gemmgen.records import keys, listing, store
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.runtime.dispatch import dispatch, log_distance
+from gemmgen.records.export import export
+from gemmgen.records.listing import list_rows, show_rows
+from gemmgen.records.lookup import load_all, load_device
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.codegen.render import render
+from gemmgen.base.files import locked
+from gemmgen.records.entry import Entry, ResultsError
+from gemmgen.records.store import load_file, record, slug
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132, "driver": 12040,
         "cuda": 12040, "gemmgen": "0.1.0"}
@@ -64,7 +69,7 @@ def test_record_writes_schema_fingerprint_and_every_field(isolated):
 
 def test_default_source_hash_is_the_rendered_digest():
     e = Entry.new("64x64x64/NN", preset("v6"), 1.0, 2.0, 3)
-    assert e.source_hash == render(preset("v6")).digest
+    assert e.source_hash == render(preset("v6"), "h100").digest
 
 
 # ---- atomic write and lock -------------------------------------------------------------------------
@@ -79,9 +84,9 @@ def test_failed_write_leaves_old_file_intact(isolated, monkeypatch, where, break
     record(H100, [entry("1024x1024x1024", 10.0)])
     before = (user / FILE).read_bytes()
     if where == "json":
-        monkeypatch.setattr(atomic.json, "dump", breaker)
+        monkeypatch.setattr(files.json, "dump", breaker)
     else:
-        monkeypatch.setattr(atomic.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError("I/O error")))
+        monkeypatch.setattr(files.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError("I/O error")))
     with pytest.raises(OSError):
         record(H100, [entry("1024x1024x1024", 99.0), entry("2048x2048x2048", 5.0)])
     monkeypatch.undo()
@@ -158,11 +163,11 @@ def test_keys_carry_the_precision_except_fp32():
     assert Entry.new("64x64x64/NN/tf32", TF32, 1.0, 2.0, 3, "h").key == "64x64x64/NN/tf32"
     with pytest.raises(ValueError, match="names precision tf32, but gg_simt"):
         Entry.new("64x64x64/NN/tf32", preset("v10"), 1.0, 2.0, 3, "h")
-    assert store.entry_key("64x64x64/NT", "bf16") == "64x64x64/NT/bf16"
-    assert store.parse_key("64x64x64/NT/f16") == (Shape(64, 64, 64, "NT"), "f16")
+    assert keys.entry_key("64x64x64/NT", "bf16") == "64x64x64/NT/bf16"
+    assert keys.parse_key("64x64x64/NT/f16") == (Shape(64, 64, 64, "NT"), "f16")
     for bad in ("64x64x64/NN/fp32", "64x64x64/NN/", "64x64x64/NN/tf32/x"):
         with pytest.raises(ValueError, match="64x64x64"):
-            store.parse_key(bad)
+            keys.parse_key(bad)
 
 
 def test_fp32_accurate_families_compete_for_one_key(isolated):
@@ -201,7 +206,7 @@ def test_old_files_without_precision_load(isolated):
 
 
 def test_shipped_results_still_load():
-    from gemmgen.paths import data_dir
+    from gemmgen.base.paths import data_dir
 
     for path in data_dir("results").glob("*.json"):
         assert all(e.precision == "fp32" for e in load_file(path).entries.values()), path
@@ -365,11 +370,11 @@ def test_list_and_show_rows(isolated):
     record(H100, [entry("4096x4096x4096", 20.0), entry("512x512x512", 4.0)])
     rows = {r["device"]: r for r in list_rows()}
     assert set(rows) == {"NVIDIA L4", H100["name"]}
-    assert all(set(r) == set(lookup.LIST_COLUMNS) for r in rows.values())
+    assert all(set(r) == set(listing.LIST_COLUMNS) for r in rows.values())
     assert rows[H100["name"]]["shapes"] == 2 and rows[H100["name"]]["best_tflops"] == 20.0
     shown = show_rows("h100")
     assert [r["shape"] for r in shown] == ["512x512x512/NN", "4096x4096x4096/NN"]  # numeric order
-    assert set(shown[0]) == set(lookup.SHOW_COLUMNS) and shown[1]["ratio"] == 0.8
+    assert set(shown[0]) == set(listing.SHOW_COLUMNS) and shown[1]["ratio"] == 0.8
     assert set(load_all()) == set(rows)
 
 
@@ -382,7 +387,7 @@ def test_export_writes_source_and_manifest(isolated, tmp_path):
     assert cu.name == f"{cfg.name}.cu" and 'extern "C"' in code and cfg.name in code
     m = json.loads(manifest.read_text())
     assert KernelConfig.from_dict(m["config"]) == cfg and m["name"] == cfg.name
-    assert m["source_hash"] == m["rendered_hash"] == render(cfg).digest and m["source_matches"]
+    assert m["source_hash"] == m["rendered_hash"] == render(cfg, "h100").digest and m["source_matches"]
     assert m["measured"]["tflops"] == 20.0 and m["measured"]["ratio"] == 0.8
     assert m["launch"] == {"kernels": [cfg.name], "grid": [32 * 32, 1, 1], "block": [256, 1, 1],
                            "smem_bytes": cfg.smem_bytes}
@@ -401,13 +406,3 @@ def test_export_of_missing_shape_lists_tuned_shapes(isolated, tmp_path):
         export("h100", "2048x2048x2048", tmp_path)
     with pytest.raises(ResultsError, match="not MxNxK"):
         export("h100", "big", tmp_path)
-
-
-def test_docstring_examples_run():
-    import doctest
-
-    from gemmgen import result_keys
-
-    for module in (store, result_keys):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-        assert result.failed == 0 and result.attempted > 0

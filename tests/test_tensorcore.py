@@ -7,14 +7,15 @@ import re
 
 import pytest
 
-from gemmgen import ptxas, smem
-from gemmgen.config import KernelConfig
-from gemmgen.devices import DeviceSpec
-from gemmgen.gate import gate_bound
-from gemmgen.presets import names, preset
-from gemmgen.render import emit, render
-from gemmgen.rules import explain
-from gemmgen.rules_tc import UNUSED
+from gemmgen import build
+from gemmgen.codegen import smem
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.base.devices import DeviceSpec
+from gemmgen.measure.gate import gate_bound
+from gemmgen.kernel.presets import names, preset
+from gemmgen.codegen.render import emit, render
+from gemmgen.kernel.rules import explain
+from gemmgen.kernel.rules.tensor_core import UNUSED
 
 TC = ("tf32", "tf32x3")
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -153,14 +154,14 @@ def test_preset_fragment_loads_are_conflict_free(name, layout):
 # ---- rendering ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_render_uses_ldmatrix_where_k_is_contiguous(layout):
-    code = emit(preset("tf32x3").replace(layout=layout))
+    code = emit(preset("tf32x3").replace(layout=layout), "sm_90")
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in code and "cvt.rna.tf32.f32" in code
     assert ("ldmatrix_x4(ra[i]" in code) == (layout[0] == "N")
     assert ("ldmatrix_x4(r, &sb" in code) == (layout[1] == "T")
 
 
 def test_tf32x3_has_three_products_per_tile_and_tf32_one():
-    x3, x1 = emit(preset("tf32x3")), emit(preset("tf32"))
+    x3, x1 = emit(preset("tf32x3"), "sm_90"), emit(preset("tf32"), "sm_90")
     # 3xTF32 sums each k8 step's three products in a fresh partial sum p, then adds p into acc (RN)
     assert len(re.findall(r"mma_tf32\(p, a_(small|big)\[i\], b_(big|small)\)", x3)) == 3
     assert "acc[i][j][0] += p[0]" in x3 and "bits & 0xffffe000u" in x3
@@ -168,10 +169,10 @@ def test_tf32x3_has_three_products_per_tile_and_tf32_one():
 
 
 def test_split_k_kernels_and_harness_bound():
-    src = render(preset("tf32").replace(split_k=2, reduce="workspace"))
+    src = render(preset("tf32").replace(split_k=2, reduce="workspace"), "sm_90")
     assert src.kernel_names == (src.name, f"{src.name}_reduce") and f"{src.name}_reduce" in src.code
-    assert "constexpr double BOUND = 5e-3;" in emit(preset("tf32"), harness=True)
-    assert "constexpr double BOUND = 1e-5;" in emit(preset("tf32x3"), harness=True)
+    assert "constexpr double BOUND = 5e-3;" in emit(preset("tf32"), "sm_90", harness=True)
+    assert "constexpr double BOUND = 1e-5;" in emit(preset("tf32x3"), "sm_90", harness=True)
 
 
 # ---- nvcc -------------------------------------------------------------------------------------------
@@ -184,16 +185,16 @@ def _compile_variants():
 
 @pytest.fixture(scope="module")
 def compiled():
-    if not ptxas.have_nvcc():
+    if not build.have_nvcc():
         pytest.skip("nvcc (CUDA toolkit) is not installed")
     jobs = [(c, arch) for c in _compile_variants() for arch in ARCHS]
-    results = ptxas.compile_many([(render(c, arch), arch) for c, arch in jobs])
+    results = build.compile_many([(render(c, arch), arch) for c, arch in jobs])
     return {(c.name, arch): r for (c, arch), r in zip(jobs, results)}
 
 
 @pytest.mark.slow
 def test_every_variant_compiles_for_sm_80_86_90(compiled):
-    bad = {k: r.reason for k, r in compiled.items() if not isinstance(r, ptxas.PtxasReport)}
+    bad = {k: r.reason for k, r in compiled.items() if not isinstance(r, build.PtxasReport)}
     assert not bad
     assert all(name in r.kernels for (name, _), r in compiled.items())
 

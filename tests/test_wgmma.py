@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from gemmgen import ptxas
-from gemmgen.devices import for_arch
-from gemmgen.presets import all_presets, names, preset, runs_on
-from gemmgen.render import emit, render
-from gemmgen.rules import InvalidConfig, explain
+from gemmgen import build
+from gemmgen.base.devices import for_arch
+from gemmgen.kernel.presets import all_presets, names, preset, runs_on
+from gemmgen.codegen.render import emit, render
+from gemmgen.kernel.rules import explain, InvalidConfig
 
 WGMMA = [n for n in names() if n.endswith("-wgmma")]
 
@@ -65,7 +65,7 @@ def test_every_layout_is_valid(layout):
     assert _rules(cfg) == []
     tiles = 2 if layout[0] == "T" else 1   # the small parts, and the transposed tile
     assert cfg.smem_bytes == cfg.smem_per_stage * cfg.stages + tiles * 4 * cfg.BM * cfg.BK
-    src = emit(cfg)
+    src = emit(cfg, "sm_90")
     assert ("sT + p_off(k, m)" in src) == (layout[0] == "T")
     assert ("return n * LDS_B + k;" in src) == (layout[1] == "T")
 
@@ -88,7 +88,7 @@ def test_a_layout_is_the_128_byte_swizzle():
         for m0 in range(0, 128, 8):
             words = [_a_off(k0 + kk, m0 + r) for r in range(8) for kk in range(4)]
             assert len({w % 32 for w in words}) == 32
-    src = emit(preset("tf32x3-wgmma"))
+    src = emit(preset("tf32x3-wgmma"), "sm_90")
     assert "return (k >> 5) * (BM * 32) + m * 32 + ((((k & 31) >> 2) ^ (m & 7)) << 2) + (k & 3);" in src
     assert "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32" in src
 
@@ -98,7 +98,7 @@ def test_a_layout_is_the_128_byte_swizzle():
 @pytest.mark.parametrize("bounds", ["checked", "none"])
 def test_presets_compile_for_sm_90a(name, bounds):
     cfg = preset(name).replace(bounds=bounds)
-    report = ptxas.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
+    report = build.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
     assert report.arch == "sm_90a"
     res = report[cfg.name]
     assert res.registers <= 255

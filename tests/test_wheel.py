@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmgen.presets import preset
+from gemmgen.kernel.presets import preset
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_wheel_ships_the_data_folders(wheel):
     for template in ("naive.cu.j2", "simt.cu.j2", "common.cuh.j2", "simt_parts.cuh.j2", "harness.cu.j2", "tc.cu.j2",
                      "tc_parts.cuh.j2"):
         assert f"gemmgen/templates/{template}" in names
-    assert "gemmgen/cli/__init__.py" in names and "gemmgen/ptxas.py" in names
+    assert "gemmgen/cli/__init__.py" in names and "gemmgen/build/nvcc.py" in names
     assert not any(n.startswith(("tests/", "templates/")) for n in names)
 
 
@@ -67,7 +67,7 @@ def test_installed_wheel_emits_from_another_directory(venv, tmp_path):
 
 
 def test_installed_wheel_finds_its_own_templates(venv, tmp_path):
-    code = "import gemmgen.paths as p; print(p.data_dir('templates')); print(p.data_dir('search'))"
+    code = "import gemmgen.base.paths as p; print(p.data_dir('templates')); print(p.data_dir('search'))"
     out = _run([venv / "bin" / "python", "-c", code], cwd=tmp_path, env=_clean_env())
     templates, search = (Path(line) for line in out.splitlines())
     assert venv.resolve() in templates.resolve().parents and REPO not in templates.resolve().parents

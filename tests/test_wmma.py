@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from gemmgen import ptxas, smem
-from gemmgen.config import KernelConfig
-from gemmgen.devices import DeviceSpec
-from gemmgen.presets import names, preset
-from gemmgen.render import emit, render
-from gemmgen.rules import explain
-from gemmgen.rules_wmma import UNUSED
+from gemmgen import build
+from gemmgen.codegen import smem
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.base.devices import DeviceSpec
+from gemmgen.kernel.presets import names, preset
+from gemmgen.codegen.render import emit, render
+from gemmgen.kernel.rules import explain
+from gemmgen.kernel.rules.wmma import UNUSED
 
 WMMA = ("wmma", "wmma-db", "wmma-fast", "wmma-bf16", "wmma-direct")
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -214,7 +215,7 @@ def test_unpadded_rows_conflict():
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_render_issues_wmma_with_the_layouts_of_the_tiles(layout, dtype):
-    code = emit(preset("wmma-fast").replace(layout=layout, dtype=dtype))
+    code = emit(preset("wmma-fast").replace(layout=layout, dtype=dtype), "sm_90")
     a, b = ("row" if layout[0] == "N" else "col"), ("row" if layout[1] == "N" else "col")
     assert f"wmma.load.a.sync.aligned.{a}.m16n16k16.shared.{dtype}" in code
     assert f"wmma.load.b.sync.aligned.{b}.m16n16k16.shared.{dtype}" in code
@@ -227,38 +228,38 @@ def test_render_issues_wmma_with_the_layouts_of_the_tiles(layout, dtype):
 def test_source_needs_no_header():
     """gemmgen compiles with NVRTC, which has no include path: the kernel declares what it uses."""
     for name in WMMA:
-        assert "#include" not in emit(preset(name))
+        assert "#include" not in emit(preset(name), "sm_90")
 
 
 def test_each_stage_is_summed_into_a_fresh_partial():
-    code = emit(preset("wmma-fast"))
+    code = emit(preset("wmma-fast"), "sm_90")
     assert "wmma_mma(p, fa[i][ks], fb[ks])" in code and "acc[i][j].x[t] += p.x[t]" in code
     assert "constexpr int KP = KS < 2 ? KS : 2;" in code     # two k16 steps per partial
 
 
 def test_direct_accumulation_has_no_partials():
-    code = emit(preset("wmma-direct"))
+    code = emit(preset("wmma-direct"), "sm_90")
     assert "wmma_mma(acc[i][j], fa[i], fb[j])" in code and "p.x[t]" not in code
     assert _rules(preset("v8").replace(partials=False)) == ["PARTIALS"]
 
 
 def test_pipeline_follows_stages():
-    single, ring = emit(preset("wmma")), emit(preset("wmma-fast"))
+    single, ring = emit(preset("wmma"), "sm_90"), emit(preset("wmma-fast"), "sm_90")
     assert "cp_async" not in single and "vec_t stA[" in single
     assert "cp.async.cg.shared.global" in ring and "cp_async_wait<STAGES - 2>()" in ring
-    assert "cp.async.ca.shared.global" in emit(preset("wmma-fast").replace(vec=4))      # 8-byte copies
+    assert "cp.async.ca.shared.global" in emit(preset("wmma-fast").replace(vec=4), "sm_90")      # 8-byte copies
 
 
 def test_split_k_kernels_and_epilogue():
-    ws = render(preset("wmma-fast").replace(split_k=2, reduce="workspace"))
+    ws = render(preset("wmma-fast").replace(split_k=2, reduce="workspace"), "sm_90")
     assert ws.kernel_names == (ws.name, f"{ws.name}_reduce") and f"{ws.name}_reduce" in ws.code
-    at = render(preset("wmma").replace(split_k=3))
+    at = render(preset("wmma").replace(split_k=3), "sm_90")
     assert at.kernel_names == (f"{at.name}_scale", at.name) and "atomicAdd(" in at.code
     assert "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32" in at.code
 
 
 def test_harness_checks_against_gemm_ex():
-    f16, bf16 = emit(preset("wmma"), harness=True), emit(preset("wmma-bf16"), harness=True)
+    f16, bf16 = emit(preset("wmma"), "sm_90", harness=True), emit(preset("wmma-bf16"), "sm_90", harness=True)
     for code, cuda in ((f16, "CUDA_R_16F"), (bf16, "CUDA_R_16BF")):
         assert "cublasGemmEx(" in code and cuda in code and "CUBLAS_COMPUTE_32F" in code
         assert "constexpr double BOUND = 1e-4;" in code and "cublasSgemm(" not in code
@@ -279,16 +280,16 @@ def _compile_jobs():
 
 @pytest.fixture(scope="module")
 def compiled():
-    if not ptxas.have_nvcc():
+    if not build.have_nvcc():
         pytest.skip("nvcc (CUDA toolkit) is not installed")
     jobs = _compile_jobs()
-    results = ptxas.compile_many([(render(c, TURING if arch == "sm_75" else arch), arch) for c, arch in jobs])
+    results = build.compile_many([(render(c, TURING if arch == "sm_75" else arch), arch) for c, arch in jobs])
     return {(c.name, arch): r for (c, arch), r in zip(jobs, results)}
 
 
 @pytest.mark.slow
 def test_every_variant_compiles(compiled):
-    bad = {k: r.reason for k, r in compiled.items() if not isinstance(r, ptxas.PtxasReport)}
+    bad = {k: r.reason for k, r in compiled.items() if not isinstance(r, build.PtxasReport)}
     assert not bad
     assert all(name in r.kernels for (name, _), r in compiled.items())
     assert all(k.registers <= 255 for r in compiled.values() for k in r.kernels.values())
@@ -326,14 +327,14 @@ def test_64x64_warp_tiles_stay_within_registers_in_every_layout(compiled):
 def test_nvrtc_compiles_the_source_as_it_is():
     """The path gemmgen takes on a GPU machine: NVRTC, no include path (no GPU needed)."""
     pytest.importorskip("cupy_backends.cuda.libs.nvrtc", reason="CuPy's NVRTC is not installed")
-    from gemmgen.compile import _nvrtc_cubin, OPTIONS
+    from gemmgen.build.nvrtc import _nvrtc_cubin, OPTIONS
 
     for name in ("wmma", "wmma-bf16"):
-        cubin, _ = _nvrtc_cubin(render(preset(name)).code, name, (*OPTIONS, "-arch=sm_80"))
+        cubin, _ = _nvrtc_cubin(render(preset(name), "sm_80").code, name, (*OPTIONS, "-arch=sm_80"))
         assert len(cubin) > 0
 
 
 def test_header_lists_the_element_type():
-    code = emit(preset("wmma-bf16"))
+    code = emit(preset("wmma-bf16"), "sm_90")
     assert re.search(r"A and B bf16 \(bfloat16\), fp32 accumulation, C fp32", code)
     assert "Leading dimensions count elements" in code

@@ -1,15 +1,15 @@
-"""Worker isolation on the CPU: hangs, crashes and failures cost one worker, never the caller."""
+"""MeasureWorker isolation on the CPU: hangs, crashes and failures cost one worker, never the caller."""
 from __future__ import annotations
 
 import pytest
 
-from gemmgen.outcome import RuntimeFailure, Timeout, WrongResult
-from gemmgen.worker import Worker, WorkerError, describe_cuda_error
+from gemmgen.base import RuntimeFailure, Timeout, WrongResult
+from gemmgen.measure.worker import describe_cuda_error, MeasureWorker, WorkerError
 
 
 @pytest.fixture
 def worker():
-    with Worker(factory="tests.fake_sessions:FakeSession", floor_s=5.0) as w:
+    with MeasureWorker(factory="tests.fake_sessions:FakeSession", floor_s=5.0) as w:
         yield w
 
 
@@ -39,15 +39,15 @@ def test_bug_in_worker_is_not_disguised_as_kernel_failure(worker):
 
 
 def test_worker_that_cannot_start_says_why():
-    with Worker(factory="tests.fake_sessions:BrokenSession") as w:
+    with MeasureWorker(factory="tests.fake_sessions:BrokenSession") as w:
         with pytest.raises(RuntimeFailure, match="could not start: no CUDA device"):
             w.call("ping")
 
 
 def test_timeout_grows_with_the_work():
-    from gemmgen.outcome import Shape
+    from gemmgen.base import Shape
 
-    w = Worker(floor_s=10.0)
+    w = MeasureWorker(floor_s=10.0)
     assert w.timeout_for(None) == 10.0
     assert w.timeout_for(Shape(8192, 8192, 8192)) > w.timeout_for(Shape(4096, 4096, 4096)) > 10.0
 

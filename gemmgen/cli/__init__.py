@@ -1,7 +1,7 @@
 """The ``gemmgen`` command line: a registry of subcommands over gemmgen's public API.
 
-Each subcommand module defines a :class:`Command`; :data:`COMMANDS` maps names to them, and
-:func:`register` adds one (bench, search, results, report plug in the same way). Expected user
+Each subcommand module defines a :class:`~.command.Command`; :data:`COMMANDS` maps names to them,
+and :func:`register` adds one (bench, search, results, report plug in the same way). Expected user
 errors (unknown preset, key or GPU, bad values, invalid configs, unreadable files) end in one line
 on stderr and exit status 2; anything else is a bug and keeps its traceback.
 
@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from dataclasses import dataclass
-from typing import Callable, NoReturn, Sequence
+from typing import NoReturn, Sequence
 
-from ..config import ConfigError
-from ..devices import UnknownDevice
-from ..outcome import Failure
-from ..presets import UnknownPreset
-from ..rules import InvalidConfig
+from ..base.devices import UnknownDevice
+from ..base.outcome import Failure
+from ..kernel.coerce import ConfigError
+from ..kernel.presets import UnknownPreset
+from ..kernel.rules import InvalidConfig
+from .command import COMMANDS, Command, register  # noqa: F401  (Command and register: the registry's API)
 
 PROG = "gemmgen"
 USAGE_ERROR = 2
@@ -30,27 +30,6 @@ USAGE_ERROR = 2
 # covers ConfigError, InvalidConfig and UnknownDevice too; they are listed for the reader.
 USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, InvalidConfig, UnknownPreset, UnknownDevice,
                                                 ValueError, Failure)
-
-
-@dataclass(frozen=True)
-class Command:
-    """One subcommand: how to set up its parser and how to run it (returns the exit status)."""
-
-    name: str
-    help: str                                               # one line in `gemmgen --help`
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-    description: str = ""                                   # paragraph at the top of `--help`
-    epilog: str = ""                                        # examples at the bottom of `--help`
-
-
-COMMANDS: dict[str, Command] = {}
-
-
-def register(command: Command) -> Command:
-    """Add a subcommand to the registry (the order of registration is the order in --help)."""
-    COMMANDS[command.name] = command
-    return command
 
 
 class Parser(argparse.ArgumentParser):

@@ -11,10 +11,12 @@ import argparse
 import json
 import sys
 
-from . import Command
+from ..base.shape import Shape
+from ..kernel.presets import names
+from ..kernel.rules import DeviceLike
+from ..records.best import resolve_preset
+from .command import Command
 from .options import apply_overrides, load_config
-from ..outcome import Shape
-from ..presets import names, preset
 
 EPILOG = """examples:
   gemmgen bench --preset all --shape 4096x4096x4096          the progression table v0..v13
@@ -39,24 +41,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", metavar="FILE.png", help="also write roofline and %% of cuBLAS charts (needs matplotlib)")
 
 
-def configs_from_args(args: argparse.Namespace, arch: str) -> list:
-    """The configs named by --preset/--config, with --set applied."""
+def configs_from_args(args: argparse.Namespace, target: DeviceLike) -> list:
+    """The configs named by --preset/--config on ``target``, with --set applied (v13 resolved as everywhere)."""
     wanted = args.preset or ([] if args.config else ["all"])
     chosen = names() if "all" in wanted else wanted
-    configs = [preset(n, arch) for n in chosen] + [load_config(p) for p in args.config]
+    configs = [resolve_preset(n, target) for n in chosen] + [load_config(p) for p in args.config]
     return [apply_overrides(c, args.overrides) for c in configs]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..benchmark import plot, run as run_bench, table, to_json
-    from ..worker import Worker
+    from ..measure.benchmark import plot, run as run_bench, table, to_json
+    from ..measure.worker import MeasureWorker
 
     shapes = [Shape.parse(s, args.layout) for s in (args.shape or ["4096x4096x4096"])]
     configs_from_args(args, "sm_90")   # bad names and overrides fail here, before a GPU worker starts
-    with Worker(args.device) as worker:
+    with MeasureWorker(args.device) as worker:
         worker.call("ping")
         spec = worker.spec
-        configs = configs_from_args(args, spec.arch)
+        configs = configs_from_args(args, spec)
         rows = run_bench(configs, shapes, lambda c, s: worker.call("measure", c, s, rep_ms=args.rep_ms), _progress)
     if args.json:
         json.dump(to_json(rows, spec.to_dict()), sys.stdout, indent=1)

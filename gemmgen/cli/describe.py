@@ -1,12 +1,12 @@
 """Plain-words description of what a kernel config does, for ``gemmgen explain``.
 
->>> from gemmgen.presets import preset
+>>> from gemmgen.kernel.presets import preset
 >>> features(preset("v8"))[0]
 'each block computes a 128x128 tile of C with 256 threads (8 warps); each thread an 8x8 tile'
 """
 from __future__ import annotations
 
-from ..config import KernelConfig
+from ..kernel.config import KernelConfig
 
 _LAYOUT = {"N": "row-major", "T": "column-major"}
 

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..render import emit
-from . import Command
+from ..codegen.render import emit
+from .command import Command
 from .options import add_config_options, config_from_args
 
 EPILOG = """examples:

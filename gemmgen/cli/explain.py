@@ -1,7 +1,7 @@
 """``gemmgen explain``: what a kernel does, what it costs, and every rule it breaks on a target.
 
->>> from gemmgen.presets import preset
->>> from gemmgen.devices import for_arch
+>>> from gemmgen.kernel.presets import preset
+>>> from gemmgen.base.devices import for_arch
 >>> report(preset("v8"), for_arch("sm_90"), use_ptxas=False)["threads"]
 256
 """
@@ -12,15 +12,15 @@ import json
 import sys
 from dataclasses import asdict
 
-from ..config import HALF, KernelConfig
-from ..devices import DeviceSpec
-from ..outcome import CompileFailure
-from ..presets import describe
-from ..ptxas import ToolkitMissing, compile_cubin
-from ..render import accepts_text, launch_lines, render
-from ..rules import explain, register_estimate, rule_names
-from ..rules_wmma import register_estimate as half_register_estimate
-from . import Command
+from ..base.devices import DeviceSpec
+from ..base.outcome import CompileFailure
+from ..build.nvcc import ToolkitMissing, compile_cubin
+from ..codegen.facts import accepts_text, launch_lines
+from ..codegen.render import render_validated
+from ..kernel.config import HALF, KernelConfig
+from ..kernel.presets import describe
+from ..kernel.rules import explain, register_estimate, rule_names
+from .command import Command
 from .describe import features, intensity
 from .options import add_config_options, config_from_args
 
@@ -56,8 +56,7 @@ def _geometry(c: KernelConfig, d: DeviceSpec) -> dict:
         "threads": c.threads, "warps": c.threads // 32,
         "smem_per_stage": c.smem_per_stage, "stages": c.stages, "smem_bytes": c.smem_bytes,
         "smem_limit": d.smem_per_block_optin, "accumulators": c.accumulators,
-        "register_estimate": (register_estimate(c) if c.family == "simt" else
-                              half_register_estimate(c) if c.family in HALF else None),
+        "register_estimate": register_estimate(c) if c.family == "simt" or c.family in HALF else None,
         "arithmetic_intensity": ai, "intensity_formula": formula,
         "ridge_point": round(ridge, 2) if ridge else None,
         "accepts": accepts_text(c), "launch": launch_lines(c),
@@ -67,7 +66,7 @@ def _geometry(c: KernelConfig, d: DeviceSpec) -> dict:
 def half_features(c: KernelConfig) -> list[str]:
     """What a wmma-family kernel does, one sentence per idea (the simt/tf32 ones are in describe.py).
 
-    >>> from gemmgen.presets import preset
+    >>> from gemmgen.kernel.presets import preset
     >>> half_features(preset("wmma"))[1].startswith("fp16 inputs")
     True
     """
@@ -100,7 +99,7 @@ def half_features(c: KernelConfig) -> list[str]:
 def _ptxas(c: KernelConfig, d: DeviceSpec) -> tuple[dict | None, str]:
     """Registers and spills from ptxas, or None and the reason they are missing."""
     try:
-        rep = compile_cubin(render(c, d), d.arch)
+        rep = compile_cubin(render_validated(c), d.arch)   # report() validated it for d
     except ToolkitMissing as err:
         return None, f"not compiled: {err}"
     except CompileFailure as err:

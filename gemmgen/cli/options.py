@@ -17,9 +17,10 @@ import json
 import sys
 from typing import Any
 
-from ..config import KernelConfig
-from ..devices import ARCHS, KNOWN, DeviceSpec, for_arch
-from ..presets import names, preset
+from ..base.devices import ARCHS, KNOWN, DeviceSpec, for_arch
+from ..kernel.config import KernelConfig
+from ..kernel.presets import names
+from ..records.best import resolve_preset
 
 DEFAULT_ARCH = "sm_90"
 
@@ -41,25 +42,12 @@ def config_from_args(args: argparse.Namespace) -> tuple[KernelConfig, DeviceSpec
     """The config the options describe and the device to check it against (not yet validated)."""
     device = for_arch(args.arch)
     if args.preset:
-        base = preset(args.preset, device.arch, tuned=stored_best(device) if args.preset == "v13" else None)
+        base = resolve_preset(args.preset, device)
     elif args.config:
         base = load_config(args.config)
     else:
         raise ValueError(f"give --preset NAME ({', '.join(names())}) or --config FILE.json")
     return apply_overrides(base, args.overrides), device
-
-
-def stored_best(device: DeviceSpec) -> KernelConfig | None:
-    """v13's tuned config: the fastest stored NN winner for this GPU (shipped or the user's), if any.
-
-    >>> stored_best(for_arch("rtx3090")) is None     # no search has stored rtx3090 results here
-    True
-    """
-    from ..lookup import load_device
-
-    entries = [e for e in load_device(device.key, missing_ok=True).entries.values()
-               if e.shape.layout == "NN" and e.precision == "fp32"]
-    return max(entries, key=lambda e: e.tflops).kernel_config if entries else None
 
 
 def load_config(path: str) -> KernelConfig:
@@ -89,6 +77,7 @@ def load_config(path: str) -> KernelConfig:
 def apply_overrides(base: KernelConfig, overrides: list[str]) -> KernelConfig:
     """Apply KEY=VALUE strings; the label records that the config left its preset.
 
+    >>> from gemmgen.kernel.presets import preset
     >>> apply_overrides(preset("v5"), ["BK=16"]).label
     'v5 with BK=16'
     """

@@ -9,10 +9,10 @@ import argparse
 import json
 import sys
 
-from ..config import HALF, KernelConfig
-from ..devices import ARCHS, for_arch
-from ..presets import describe, names, preset
-from . import Command
+from ..base.devices import ARCHS, for_arch
+from ..kernel.config import HALF, KernelConfig
+from ..kernel.presets import describe, names, preset
+from .command import Command
 from .options import DEFAULT_ARCH
 
 

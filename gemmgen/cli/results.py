@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from . import Command
+from .command import Command
 
 EPILOG = """examples:
   gemmgen results list                                  GPUs with tuned kernels
@@ -29,21 +29,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import lookup
+    from ..records import listing, lookup
+    from ..records.export import export
 
     if args.action == "export":
         shape = args.shape if "/" in args.shape else f"{args.shape}/NN"
-        cu, manifest = lookup.export(args.gpu, shape, args.out, args.results)
+        cu, manifest = export(args.gpu, shape, args.out, args.results)
         print(json.dumps({"source": str(cu), "manifest": str(manifest)}) if args.json else f"wrote {cu}\nwrote {manifest}")
         return 0
     if args.action == "list":
-        rows, cols = lookup.list_rows(args.results), lookup.LIST_COLUMNS
+        rows, cols = listing.list_rows(args.results), listing.LIST_COLUMNS
     else:
         if args.json:
             json.dump(lookup.load_device(args.gpu, args.results, missing_ok=False).to_dict(), sys.stdout, indent=1)
             print()
             return 0
-        rows, cols = lookup.show_rows(args.gpu, args.results), lookup.SHOW_COLUMNS
+        rows, cols = listing.show_rows(args.gpu, args.results), listing.SHOW_COLUMNS
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         print()

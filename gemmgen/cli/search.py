@@ -18,7 +18,7 @@ import json
 import sys
 import time
 
-from . import Command
+from .command import Command
 
 EPILOG = """examples:
   gemmgen search --gpu h100 --trials 200                 tune 4096^3 NN on this H100
@@ -55,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
     families = parse_families(args.family, args.space)   # before anything touches the GPU
     devices = _devices(args.devices)
 
-    from ..devices import detect, fingerprint
-    from ..gpu_search import GpuMeasure, GpuRetime, NvrtcPrepare
-    from ..outcome import Shape
-    from ..space import default_shapes
-    from ..tuner import make_plan, match_gpu, run_search
+    from ..base.devices import detect, fingerprint
+    from ..base.shape import Shape
+    from ..tune.driver import run_search
+    from ..tune.gpu import GpuMeasure, GpuRetime, NvrtcPrepare
+    from ..tune.plan import make_plan, match_gpu
+    from ..tune.space import default_shapes
 
     import optuna
 
@@ -94,7 +95,7 @@ def parse_families(text: str | None, space: str | None = None) -> list[str | Non
     Traceback (most recent call last):
     ValueError: --family 'wmma': unknown family wmma; valid: simt, tf32, tf32x3..., a comma-separated list of them, or all
     """
-    from ..space import families
+    from ..tune.space import families
 
     valid = families()
     if text is None:
@@ -130,13 +131,13 @@ def _store(result, plan, fp: dict, results, seconds: float) -> dict:
     """
     import optuna
 
-    from ..render import render
-    from ..store import Entry, record
-    from ..studies import open_storage, summary
+    from ..records.entry import Entry
+    from ..records.store import record
+    from ..tune.storage import open_storage
+    from ..tune.trial_stats import summary
 
     m, config = result.measurement, result.config
-    new = Entry.new(plan.shape.key, config, m.tflops, m.cublas_tflops, result.counts.measured,
-                    source_hash=render(config).digest)
+    new = Entry.new(plan.shape.key, config, m.tflops, m.cublas_tflops, result.counts.measured)
     kept = record(fp, [new], results).entries[new.key]
     study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
     c = result.counts
@@ -190,8 +191,8 @@ def configure_report(parser: argparse.ArgumentParser) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from ..studies import default_storage
-    from ..tuner_report import write_report
+    from ..tune.report import write_report
+    from ..tune.storage import default_storage
 
     for path in write_report(args.storage or default_storage(args.results), args.study, args.out):
         print(f"wrote {path}")

@@ -26,14 +26,14 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def session():
-    from gemmgen.measure import Session
+    from gemmgen.measure.session import Session
 
     return Session(0)
 
 
 @pytest.fixture(scope="module")
 def worker():
-    from gemmgen.worker import Worker
+    from gemmgen.measure.worker import MeasureWorker
 
-    with Worker(0, floor_s=20.0) as w:
+    with MeasureWorker(0, floor_s=20.0) as w:
         yield w

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 
 import gemmgen
-from gemmgen.gate import rel_error
-from gemmgen.presets import names
+from gemmgen.measure.gate import rel_error
 
 pytestmark = pytest.mark.gpu
 
@@ -45,8 +44,6 @@ def test_fuzz_500_shapes_layouts_alpha_beta():
 def test_fuzz_60_shapes_per_precision(precision, dtype, bound):
     import cupy as cp
 
-    if dtype != "float32" and "wmma" not in names():
-        pytest.skip("no wmma preset in gemmgen.presets yet")
     torch = pytest.importorskip("torch") if dtype == "bfloat16" else None   # CuPy has no bfloat16 of its own
     rng = np.random.default_rng(7)
     for i in range(60):
@@ -70,9 +67,8 @@ def test_kernel_for_serves_each_precision_with_its_class():
     lib = gemmgen.load()
     assert lib.kernel_for(1024, 1024, 1024, "NN").config.precision == "fp32"
     assert lib.kernel_for(1024, 1024, 1024, "NN", precision="tf32").config.precision == "tf32"
-    if "wmma" in names():
-        half = lib.kernel_for(1024, 1024, 1024, "TN", precision="bf16").config
-        assert (half.dtype, half.layout) == ("bf16", "TN")
+    half = lib.kernel_for(1024, 1024, 1024, "TN", precision="bf16").config
+    assert (half.dtype, half.layout) == ("bf16", "TN")
 
 
 def test_torch_in_and_out_without_copies():

@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 
 import gemmgen
-from gemmgen.gate import allowed, gate_bound, rel_error
-from gemmgen.outcome import Shape
-from gemmgen.presets import names, preset
-from gemmgen.problem import Problem
+from gemmgen.measure.gate import allowed, gate_bound, rel_error
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.measure.problem import Problem
 
 pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 MODES = {"f32": ["fp32", "tf32"], "f16": ["f16"], "bf16": ["bf16"]}
-HALF = pytest.mark.skipif("wmma" not in names(), reason="no wmma preset in gemmgen.presets yet")
 
 
 def _cublas_errors(prob: Problem) -> dict[str, float]:
@@ -90,7 +89,6 @@ def test_measure_times_each_kernel_against_cublas_in_its_mode(worker):
         assert m.extra["cublas_err_fp64"] > 0
 
 
-@HALF
 def test_measure_times_a_half_kernel_against_cublas_f16(worker):
     m = worker.call("measure", preset("wmma"), Shape(1024, 1024, 1024), rep_ms=20, timeout=120)
     assert m.extra["baseline"] == "f16" and m.rel_error <= m.extra["bound"] and m.cublas_ms > 0
@@ -115,7 +113,6 @@ def test_matmul_tf32_has_tf32_accuracy():
     assert rel_error(exact, ref) < 2e-6 and rel_error(gemmgen.matmul(A, B), ref) < 2e-6
 
 
-@HALF
 @pytest.mark.parametrize("trans", ["NN", "NT", "TN", "TT"])
 def test_matmul_float16_returns_float32(trans):
     import cupy as cp
@@ -131,7 +128,6 @@ def test_matmul_float16_returns_float32(trans):
     assert rel_error(out, 2.0 * ref - 1.0) < 1e-5
 
 
-@HALF
 def test_matmul_torch_bfloat16():
     torch = pytest.importorskip("torch")
     A = torch.rand(300, 200, device="cuda").to(torch.bfloat16)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from gemmgen.gate import BOUND, gate_bound
-from gemmgen.outcome import Shape
-from gemmgen.presets import all_presets
-from gemmgen.rules import explain
+from gemmgen.measure.gate import BOUND, gate_bound
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import all_presets
+from gemmgen.kernel.rules import explain
 
 pytestmark = pytest.mark.gpu
 
@@ -47,7 +47,7 @@ def test_unaligned_leading_dimensions(session, cfg, layout):
 
 
 def test_fast_path_kernel_rejects_ragged_shape(session):
-    from gemmgen.outcome import Rejected
+    from gemmgen.base import Rejected
 
     fast = PRESETS[10].replace(bounds="none")
     with pytest.raises(Rejected, match="fast path"):

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from gemmgen.gpu_search import GpuRetime, NvrtcPrepare, worker_for
-from gemmgen.outcome import Shape
-from gemmgen.render import emit
-from gemmgen.tuner import make_plan, run_search
+from gemmgen.tune.gpu import GpuRetime, NvrtcPrepare, worker_for
+from gemmgen.base import Shape
+from gemmgen.codegen.render import emit
+from gemmgen.tune.plan import make_plan
+from gemmgen.tune.driver import run_search
 
 pytestmark = pytest.mark.gpu
 
@@ -34,7 +35,7 @@ class PlantingMeasure:
             code = None
             if slot in PLANTS and config.label == "":
                 old, new = PLANTS[slot]
-                code = emit(config).replace(old, new, 1)
+                code = emit(config, "sm_90").replace(old, new, 1)
             return worker.call("measure", config, shape, rep_ms=30, code=code, timeout=8 if slot == 1 else None)
         return measure
 
@@ -65,8 +66,8 @@ def test_tf32x3_search_stores_a_winner_that_passes_the_gate(tmp_path, capsys):
     import json
 
     from gemmgen.cli import main
-    from gemmgen.gate import gate_bound
-    from gemmgen.store import load_file
+    from gemmgen.measure.gate import gate_bound
+    from gemmgen.records.store import load_file
 
     results = tmp_path / "results"
     code = main(["search", "--family", "tf32x3", "--shape", "1024x1024x1024", "--trials", "6",

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from gemmgen.gate import allowed, rel_error
-from gemmgen.outcome import Shape
-from gemmgen.presets import preset
-from gemmgen.problem import cublas_call
+from gemmgen.measure.gate import allowed, rel_error
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.measure.problem import cublas_call
 
 pytestmark = pytest.mark.gpu
 
@@ -41,7 +41,7 @@ def _run_both(session, cfg, shape, a_store, b_store):
     """(ours, SGEMM's) C for the stored operands, both computed into C filled with 1.0."""
     import cupy
 
-    from gemmgen.launch import Operands
+    from gemmgen.measure.launch import Operands
 
     wgmma_t = cfg.mma == "wgmma" and shape.layout[1] == "T"   # B's k-contiguous rows want 4 floats of padding
     k = session.kernel(cfg.replace(layout=shape.layout, pad_b=4 if wgmma_t else cfg.pad_b))

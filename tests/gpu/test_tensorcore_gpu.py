@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gemmgen.gate import gate_bound, rel_error
-from gemmgen.outcome import Shape
-from gemmgen.presets import preset
+from gemmgen.measure.gate import gate_bound, rel_error
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import preset
 
 pytestmark = pytest.mark.gpu
 

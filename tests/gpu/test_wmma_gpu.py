@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from gemmgen.gate import rel_error
-from gemmgen.outcome import Shape
-from gemmgen.presets import preset
+from gemmgen.measure.gate import rel_error
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import preset
 
 pytestmark = pytest.mark.gpu
 

@@ -1,0 +1,135 @@
+"""The facts templates need beyond the config itself: header lines, and how each tile is read and stored.
+
+Everything here is derived from a :class:`~gemmgen.kernel.config.KernelConfig`; the templates read
+it as ``g`` (the config is ``c``). ``gemmgen explain`` shows :func:`accepts_text` and
+:func:`launch_lines` too.
+
+>>> from gemmgen.kernel.presets import preset
+>>> launch_lines(preset("v12"))[0].endswith("_scale<<<ceil(M*N/256), 256>>>(M, N, beta, C, ldc)")
+True
+>>> operand(preset("v8"), "B").gptr
+'B + (long long)(k0 + r) * ldb + (bn0 + cc)'
+"""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from ..kernel.config import EPILOGUE_LD, HALF, KernelConfig
+from . import smem
+
+_VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load
+
+
+def facts(c: KernelConfig, command: str) -> SimpleNamespace:
+    """Everything the family's template reads from ``g``."""
+    config_json = json.dumps(c.to_dict(), sort_keys=True)
+    g = SimpleNamespace(
+        command=command,
+        accepts=accepts_text(c),
+        launch_lines=launch_lines(c),
+        config_lines=[config_json[i:i + 96] for i in range(0, len(config_json), 96)],
+        a_index=lambda m, k: f"(long long)({k}) * lda + ({m})" if c.a_transposed else f"(long long)({m}) * lda + ({k})",
+        b_index=lambda k, n: f"(long long)({n}) * ldb + ({k})" if c.b_transposed else f"(long long)({k}) * ldb + ({n})",
+    )
+    if c.family == "simt":
+        _simt_facts(c, g)
+    elif c.tensor_core:
+        _tensor_core_facts(c, g)
+    elif c.family in HALF:
+        _half_facts(c, g)
+    return g
+
+
+def _simt_facts(c: KernelConfig, g: SimpleNamespace) -> None:
+    """Tiles, and whether fragments and C's stores can use 16-byte vectors."""
+    g.a, g.b = operand(c, "A"), operand(c, "B")
+    g.a_frag_vec = c.frag == "lds" and c.a_kmajor and c.TM % 4 == 0 and c.a_tile_shape[1] % 4 == 0
+    g.b_frag_vec = c.frag == "lds" and c.TN % 4 == 0 and c.b_tile_shape[1] % 4 == 0
+    g.c_vec = c.TN % 4 == 0 and not c.split_atomic
+
+
+def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
+    """Tiles, their swizzled shared offsets, and which fragments ldmatrix reads."""
+    g.a, g.b = operand(c, "A"), operand(c, "B")
+    g.a_off, g.b_off = smem.offset(c, "A"), smem.offset(c, "B")
+    g.a_ldmatrix, g.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
+    g.c_vec = not c.split_atomic   # float2 stores of C
+
+
+def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
+    """What the wmma template needs beyond the shared facts: element and vector types, fragment
+    layouts (row: the contiguous side is k for A, n for B) and the PTX type suffix of the product."""
+    g.a, g.b = operand(c, "A"), operand(c, "B")
+    g.a_off, g.b_off = smem.offset(c, "A"), smem.offset(c, "B")
+    g.elem = f"{c.dtype}_bits"
+    g.dtype_words = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}.get(c.dtype, c.dtype)
+    g.vec_type = _VEC_TYPES.get(c.vec, "uint4")
+    g.a_lay = "col" if c.a_smem_kmajor else "row"
+    g.b_lay = "row" if c.b_smem_kmajor else "col"
+    g.frag_regs = 8 if c.dtype == "f16" else 4        # PTX's fragment of 16x16 f16 (sm_70 layout) / bf16
+    g.mma_types = "f32.f32" if c.dtype == "f16" else f"f32.{c.dtype}.{c.dtype}.f32"
+    g.epi_ld = EPILOGUE_LD
+    g.c_vec = not c.split_atomic   # float4 stores of C
+
+
+# How each layout's tile lies in global memory: rows, contiguous columns, the row's pointer, its bounds
+# and where element (r, cc + e) lands in shared memory.
+_TILES = {
+    ("A", False): dict(rows="BM", cols="BK", gptr="A + (long long)(bm0 + r) * lda + (k0 + cc)", row_ok="bm0 + r < M",
+                       col_base="k0 + cc", col_limit="kEnd", soff="a_off(cc + e, r)"),          # A[m][k]
+    ("A", True): dict(rows="BK", cols="BM", gptr="A + (long long)(k0 + r) * lda + (bm0 + cc)", row_ok="k0 + r < kEnd",
+                      col_base="bm0 + cc", col_limit="M", soff="a_off(r, cc + e)"),             # A stored k-major
+    ("B", False): dict(rows="BK", cols="BN", gptr="B + (long long)(k0 + r) * ldb + (bn0 + cc)", row_ok="k0 + r < kEnd",
+                       col_base="bn0 + cc", col_limit="N", soff="b_off(r, cc + e)"),            # B[k][n]
+    ("B", True): dict(rows="BN", cols="BK", gptr="B + (long long)(bn0 + r) * ldb + (k0 + cc)", row_ok="bn0 + r < N",
+                      col_base="k0 + cc", col_limit="kEnd", soff="b_off(cc + e, r)"),           # B stored n-major
+}
+
+
+def operand(c: KernelConfig, op: str) -> SimpleNamespace:
+    """How one K step's tile of A or B is read from global memory and placed in shared memory.
+
+    The global tile has ``rows`` x ``cols`` with ``cols`` contiguous; each thread moves ``loads``
+    vectors of ``vec`` floats. ``smem_vec`` says whether the vector lands contiguously in shared
+    memory (else it is transposed element by element).
+    """
+    transposed = c.a_transposed if op == "A" else c.b_transposed
+    tile = dict(_TILES[(op, transposed)])
+    rows, cols = getattr(c, tile.pop("rows")), getattr(c, tile.pop("cols"))
+    kmajor, ld = (c.a_smem_kmajor, c.a_tile_shape[1]) if op == "A" else (c.b_smem_kmajor, c.b_tile_shape[1])
+    rows_are_k = transposed if op == "A" else not transposed   # the global tile's rows are k (m or n contiguous)
+    # a vector stays whole in shared memory when the shared tile's rows are the global tile's rows
+    smem_vec = kmajor == rows_are_k and ld % c.vec == 0
+    return SimpleNamespace(op=op, loads=rows * cols // (c.vec * c.threads), rows=rows, cols=cols,
+                           smem_vec=smem_vec, vec=c.vec, **tile)
+
+
+def launch_lines(c: KernelConfig) -> list[str]:
+    """Human-readable launch geometry for the header comment."""
+    if c.family == "naive":
+        g = "grid  = (ceil(N/{0}), ceil(M/{1}), 1)" if c.coalesced else "grid  = (ceil(M/{1}), ceil(N/{0}), 1)"
+        return [g.format(c.BN, c.BM), f"block = {c.block()}", "dynamic shared memory = 0 bytes"]
+    lines = [f"grid  = (ceil(M/{c.BM}) * ceil(N/{c.BN}), 1, {c.split_k})",
+             f"block = ({c.threads}, 1, 1)",
+             f"dynamic shared memory = {c.smem_bytes} bytes"
+             + (" (needs cudaFuncAttributeMaxDynamicSharedMemorySize)" if c.smem_bytes > 48 * 1024 else "")]
+    if c.split_atomic:
+        lines.insert(0, f"first {c.name}_scale<<<ceil(M*N/256), 256>>>(M, N, beta, C, ldc)")
+    elif c.split_workspace:
+        lines.append(f"W: workspace of {c.split_k}*M*N floats; then "
+                     f"{c.name}_reduce<<<ceil(M*N/256), 256>>>(M, N, alpha, beta, C, ldc, W)")
+    return lines
+
+
+def accepts_text(c: KernelConfig) -> str:
+    """The shapes a config computes correctly, in words (the header and `gemmgen explain` show it).
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> accepts_text(preset("v8")).startswith("any M, N, K")
+    True
+    """
+    if c.family == "naive" or c.bounds == "checked":
+        return "any M, N, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
+    return (f"M % {c.BM} == 0, N % {c.BN} == 0, K % {c.BK * c.split_k} == 0, leading dimensions and "
+            f"pointers aligned to 16 bytes (fast path: no bounds checks)")

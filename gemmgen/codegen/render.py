@@ -1,0 +1,96 @@
+"""KernelConfig -> CUDA source, through the Jinja2 templates in ``templates/``.
+
+Templates render with ``StrictUndefined``: a missing variable is an error here, never a broken
+``.cu`` that nvcc rejects later. Only validated configs are rendered, and always against a named
+target: :func:`render` validates for the target it is given; :func:`render_validated` is for
+callers that validated the config against their real target already (a search trial, the runtime).
+
+>>> from gemmgen.kernel.presets import preset
+>>> src = emit(preset("v5"), "sm_90")
+>>> 'extern "C"' in src and preset("v5").name in src
+True
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jinja2
+
+from ..base.paths import data_dir
+from ..kernel.config import KernelConfig
+from ..kernel.rules import DeviceLike, validate
+from .facts import facts
+
+# The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
+WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
+TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
+             "wmma": "wmma.cu.j2"}
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Rendered CUDA source of one config, with the kernels to launch in order."""
+
+    config: KernelConfig
+    code: str
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the source: part of every cache and results key."""
+        return hashlib.sha256(self.code.encode()).hexdigest()
+
+    @property
+    def kernel_names(self) -> tuple[str, ...]:
+        """The kernels of one GEMM in launch order (see KernelConfig.kernel_names)."""
+        return self.config.kernel_names
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment over templates/ (strict, no autoescape: this is C++)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def emit(config: KernelConfig, target: DeviceLike, command: str | None = None, harness: bool = False) -> str:
+    """CUDA source of a config, validated for ``target`` (a DeviceSpec, GPU name or sm_XX).
+
+    ``command`` is written into the header; ``harness`` appends a main() that checks the kernel
+    against cuBLAS and times it (build with ``nvcc -O3 -arch=sm_90 k.cu -lcublas``).
+    """
+    return render(config, target, command, harness).code
+
+
+def render(config: KernelConfig, target: DeviceLike, command: str | None = None,
+           harness: bool = False) -> KernelSource:
+    """Validate the config for ``target``, then render it (raises InvalidConfig listing every violated rule)."""
+    validate(config, target)
+    return render_validated(config, command, harness)
+
+
+def render_validated(config: KernelConfig, command: str | None = None, harness: bool = False) -> KernelSource:
+    """Render a config its caller has validated against the target it will run on.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> render_validated(preset("v12")).kernel_names[0].endswith("_scale")
+    True
+    """
+    g = facts(config, command or f"gemmgen emit --config <json of {config.name}>")
+    env = environment()
+    template = WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
+    code = env.get_template(template).render(c=config, g=g)
+    if harness:
+        code += env.get_template("harness.cu.j2").render(c=config, g=g)
+    return KernelSource(config, code)

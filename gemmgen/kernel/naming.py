@@ -1,0 +1,39 @@
+"""The procedural name of a kernel config: its CUDA symbol, compile-cache key and results key.
+
+Like CUTLASS's ``procedural_name()``, every parameter that changes the machine code is spelled in
+the name, so two configs with the same name are the same kernel. :attr:`KernelConfig.name` calls
+:func:`kernel_name`; this module reads only the config's attributes (it imports nothing).
+
+>>> from gemmgen.kernel.config import KernelConfig
+>>> kernel_name(KernelConfig(family="naive", BM=32, BN=32))
+'gg_naive_nn_32x32_c'
+>>> kernel_name(KernelConfig(BM=128, BN=128, BK=8, WM=64, WN=32, TM=8, TN=4))
+'gg_simt_nn_b128x128x8_w64x32i1x1_t8x4_v4_akp0s1_bp0s1_r1_s1r_flds_k1_chk'
+"""
+from __future__ import annotations
+
+
+def kernel_name(c) -> str:
+    """The name of a config ``c`` (a KernelConfig): family, layout, then each parameter group."""
+    lay = c.layout.lower()
+    if c.family == "naive":
+        return "_".join([f"gg_naive_{lay}_{c.BM}x{c.BN}_{'c' if c.coalesced else 'u'}", *_type_suffix(c)])
+    head = [f"gg_{c.family}_{lay}", f"b{c.BM}x{c.BN}x{c.BK}"]
+    if c.global_layout_smem:   # tensor cores: warp tiles of mma/wmma tiles, shared memory in global layout
+        middle = [f"w{c.WM}x{c.WN}", f"v{c.vec}", f"ap{c.pad_a}s{c.swz_a}"]
+    else:
+        middle = [f"w{c.WM}x{c.WN}i{c.WMITER}x{c.WNITER}", f"t{c.TM}x{c.TN}", f"v{c.vec}",
+                  f"a{'k' if c.a_kmajor else 'm'}p{c.pad_a}s{c.swz_a}"]
+    pipeline = [f"bp{c.pad_b}s{c.swz_b}", f"r{c.raster}", f"s{c.stages}{'c' if c.async_copy else 'r'}"]
+    if not c.global_layout_smem:
+        pipeline.append(f"f{c.frag}{'p' if c.prefetch else ''}")
+    tail = [f"k{c.split_k}{c.reduce[0] if c.split_k > 1 else ''}", "chk" if c.bounds == "checked" else "fast"]
+    occupancy = [f"o{c.min_blocks}"] if c.min_blocks != 1 else []
+    return "_".join(head + middle + pipeline + tail + occupancy + _type_suffix(c))
+
+
+def _type_suffix(c) -> list[str]:
+    """Name parts of the element type, the tensor-core instruction and the accumulation, where not
+    the defaults."""
+    return (([c.dtype] if c.dtype != "f32" else []) + (["wg"] if c.mma != "sync" else [])
+            + (["direct"] if not c.partials else []))

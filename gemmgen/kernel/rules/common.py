@@ -1,0 +1,71 @@
+"""Rules every family obeys (names, types, threads per block), and the naive family's one rule.
+
+The first three (FAMILY, LAYOUT, POSITIVE) are structural: later rules divide by these values, so
+:func:`~gemmgen.kernel.rules.registry.explain` stops after the first of them that fails.
+
+>>> from gemmgen.kernel.config import KernelConfig
+>>> from gemmgen.base.devices import known
+>>> [r.name for r in RULES][:3], _threads(KernelConfig(BM=256, BN=256, WM=16, WN=16), known("h100"))
+(['FAMILY', 'LAYOUT', 'POSITIVE'], '8192 threads per block; the h100 takes a multiple of 32 from 32 to 1024')
+"""
+from __future__ import annotations
+
+from ..config import DTYPES, FAMILIES, HALF, LAYOUTS, KernelConfig
+from .rule import RuleSet, choice
+
+RULES = RuleSet()
+STRUCTURAL = ("FAMILY", "LAYOUT", "POSITIVE")
+_COUNTS = ("BM", "BN", "BK", "WM", "WN", "WMITER", "WNITER", "TM", "TN", "stages", "split_k", "raster", "min_blocks")
+
+
+@RULES.add("FAMILY")
+def _family(c, d):
+    return choice(c.family, FAMILIES)
+
+
+@RULES.add("LAYOUT")
+def _layout(c, d):
+    return choice(c.layout, LAYOUTS)
+
+
+@RULES.add("POSITIVE")
+def _positive(c, d):
+    bad = [f"{k} = {getattr(c, k)}" for k in _COUNTS if getattr(c, k) < 1]
+    return f"{', '.join(bad)} must be at least 1" if bad else None
+
+
+@RULES.add("DTYPE")
+def _dtype(c, d):
+    bad = choice(c.dtype, DTYPES)
+    if bad:
+        return bad
+    if c.family in HALF and c.dtype == "f32":
+        return f"the {c.family} family multiplies fp16 or bf16 inputs; set dtype to f16 or bf16"
+    if c.family not in HALF and c.dtype != "f32":
+        return (f"the {c.family} family reads fp32 A and B; dtype = {c.dtype!r} needs the half family "
+                f"({', '.join(HALF)})")
+    return None
+
+
+@RULES.add("PARTIALS")
+def _partials(c, d):
+    if c.family not in HALF and not c.partials:
+        return (f"partials = false applies to the half family ({', '.join(HALF)}) only; the {c.family} family "
+                "has no such choice, leave it true")
+    return None
+
+
+@RULES.add("THREADS")
+def _threads(c, d):
+    t = c.threads if min(c.BM, c.BN, c.WM, c.WN) > 0 else 0
+    if not 32 <= t <= d.max_threads_per_block or t % 32:
+        return f"{t} threads per block; the {d.key} takes a multiple of 32 from 32 to {d.max_threads_per_block}"
+    return None
+
+
+# ---- naive family ---------------------------------------------------------------------------
+@RULES.add("NAIVE_DEFAULTS", "naive")
+def _naive_defaults(c, d):
+    ref = KernelConfig(family="naive", layout=c.layout, BM=c.BM, BN=c.BN, coalesced=c.coalesced, label=c.label)
+    diff = [f.name for f in c.__dataclass_fields__.values() if getattr(c, f.name) != getattr(ref, f.name)]
+    return f"the naive family has no parameter {', '.join(diff)}; leave it at its default" if diff else None

@@ -1,0 +1,121 @@
+"""Turning the user's arrays into matrices matmul can pass to a kernel: CuPy arrays, anything with
+__cuda_array_interface__, or DLPack (PyTorch CUDA tensors), without copies. (The pointers a kernel
+launch reads are gemmgen.measure.launch.Operands.)
+
+A and B may be float32, float16 or bfloat16 (CuPy knows bfloat16 only with ml_dtypes installed; a
+PyTorch bfloat16 tensor is read through a 16-bit integer view of the same memory). A 2-D operand
+whose rows are contiguous is layout 'N' (leading dimension = row stride); one whose columns are
+contiguous (a transposed view, Fortran order) is layout 'T'. Other strides are refused with the
+reason, never copied silently.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+# dtype.char -> gemmgen's element type; bfloat16 (CuPy with ml_dtypes) is recognised by its name
+ELEMENT_TYPES = {"f": "f32", "e": "f16"}
+VALID = "float32, float16 or bfloat16"
+
+
+def input_matrix(x: Any, what: str) -> tuple[Any, str]:
+    """(a CuPy view of a CUDA matrix, its element type "f32"/"f16"/"bf16"), without copies.
+
+    TypeError names ``what`` for host arrays, non-arrays and other dtypes.
+    """
+    import cupy
+
+    if isinstance(x, cupy.ndarray):   # the common case first: matmul's host overhead is per call
+        return x, element_type(x, what)
+    bf16 = _torch_bfloat16(x)
+    a = as_cupy(bf16 if bf16 is not None else x, what)
+    return a, ("bf16" if bf16 is not None else element_type(a, what))
+
+
+def _torch_bfloat16(x: Any):
+    """A PyTorch bfloat16 tensor as an int16 tensor over the same memory (DLPack and the CUDA array
+    interface cannot carry bfloat16 without ml_dtypes); None for anything else."""
+    if type(x).__module__.split(".")[0] != "torch" or str(getattr(x, "dtype", "")) != "torch.bfloat16":
+        return None
+    import torch
+
+    return x.view(torch.int16)
+
+
+def as_cupy(x: Any, what: str):
+    """A CuPy view of a CUDA array (no copy); TypeError naming ``what`` for anything else."""
+    import cupy
+
+    if isinstance(x, cupy.ndarray):
+        return x
+    if type(x).__module__.split(".")[0] == "numpy":
+        raise TypeError(f"{what} is a host (NumPy) array; move it to the GPU first, e.g. cupy.asarray({what})")
+    if _has_cuda_array_interface(x):
+        return cupy.asarray(x)
+    if hasattr(x, "__dlpack__"):
+        try:
+            return cupy.from_dlpack(x)
+        except Exception as exc:
+            raise TypeError(f"{what} ({type(x).__name__}) is not a CUDA array: {exc}") from None
+    raise TypeError(f"{what} must be a CUDA array (CuPy, or with __cuda_array_interface__ or DLPack), "
+                    f"got {type(x).__name__}")
+
+
+def _has_cuda_array_interface(x: Any) -> bool:
+    """hasattr, except that a property that raises (PyTorch: a dtype it cannot describe, a tensor
+    that requires grad) means 'no' and lets DLPack try."""
+    try:
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:
+        return False
+
+
+def element_type(a, what: str) -> str:
+    """'f32', 'f16' or 'bf16' for a matrix's dtype, or a TypeError naming it and the valid ones."""
+    kind = ELEMENT_TYPES.get(a.dtype.char)   # the char skips numpy's dtype-name machinery on the hot path
+    if kind is None and a.dtype.name == "bfloat16":
+        kind = "bf16"
+    if kind is None:
+        raise TypeError(f"{what} has dtype {a.dtype.name}; gemmgen's A and B are {VALID} (C is float32)")
+    return kind
+
+
+def check_matrix(a, what: str) -> None:
+    """2-D, or a ValueError saying how many dimensions it has."""
+    if a.ndim != 2:
+        raise ValueError(f"{what} has {a.ndim} dimensions {tuple(a.shape)}; a matrix has 2")
+
+
+def as_output(x: Any, what: str = "out"):
+    """A CuPy view of C: a 2-D float32 CUDA array, else TypeError/ValueError naming what is wrong."""
+    c = None if _torch_bfloat16(x) is not None else as_cupy(x, what)
+    if c is None or c.dtype.char != "f":
+        raise TypeError(f"{what} has dtype {'bfloat16' if c is None else c.dtype.name}; C is always float32, "
+                        "whatever A and B are")
+    check_matrix(c, what)
+    return c
+
+
+def layout_of(a, what: str) -> tuple[str, int]:
+    """('N', leading dim) for rows contiguous, ('T', leading dim) for columns contiguous, in elements."""
+    rows, cols = a.shape
+    s0, s1 = (s // a.itemsize for s in a.strides)
+    # A stride along a dimension of length 1 is never used, so it does not constrain the layout.
+    if (s1 == 1 or cols == 1) and (s0 >= cols or rows == 1):
+        return "N", max(s0 if rows > 1 else cols, cols, 1)
+    if (s0 == 1 or rows == 1) and (s1 >= rows or cols == 1):
+        return "T", max(s1 if cols > 1 else rows, rows, 1)
+    raise ValueError(f"{what} has strides {tuple(a.strides)} bytes for shape {tuple(a.shape)}: neither its rows "
+                     "nor its columns are contiguous; pass a contiguous array or a transposed view "
+                     "(e.g. cupy.ascontiguousarray)")
+
+
+def span(a) -> tuple[int, int]:
+    """[first byte, last byte + 1) that an array's elements occupy."""
+    (r, c), (s0, s1) = a.shape, a.strides   # matrices only: this runs on every matmul call
+    start = a.data.ptr + min(0, (r - 1) * s0) + min(0, (c - 1) * s1)
+    return start, a.data.ptr + max(0, (r - 1) * s0) + max(0, (c - 1) * s1) + a.itemsize
+
+
+def overlaps(a, b) -> bool:
+    (s1, e1), (s2, e2) = span(a), span(b)
+    return s1 < e2 and s2 < e1

@@ -1,0 +1,136 @@
+"""The tuned kernels of one GPU: loaded from the results folders, picked per shape and precision class.
+
+Within a class, the dispatch rule (:mod:`.dispatch`): the exact tuned shape if present; else the
+tuned config of the nearest tuned shape (log-distance over M, N, K) among those that accept the
+shape; else the class's preset (:mod:`.precision`), with one warning, or an error with strict=True.
+A kernel is validated once, against this GPU, when it is loaded.
+
+>>> lib = gemmgen.load()                                  # doctest: +SKIP
+>>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from ..base.devices import DeviceSpec, detect, fingerprint, resolve_alias
+from ..build.nvrtc import compile_source
+from ..codegen.render import render, render_validated
+from ..kernel.config import KernelConfig
+from ..kernel.rules import explain
+from ..measure.launch import LoadedKernel, Operands
+from ..records.entry import Entry
+from ..records.lookup import load_device
+from .dispatch import dispatch
+from .precision import PRECISIONS, by_precision, fallback_config
+
+_LIBRARIES: dict[tuple, "KernelLibrary"] = {}
+_LOCK = threading.Lock()
+
+
+class NoTunedKernels(LookupError):
+    """strict=True and no tuned result fits the request."""
+
+
+@dataclass
+class Kernel:
+    """One loaded kernel: call it with Operands; ``measured`` is what the search recorded (or None)."""
+
+    config: KernelConfig
+    loaded: LoadedKernel
+    measured: Optional[dict] = None
+
+    @property
+    def source(self) -> str:
+        return render_validated(self.config).code   # validated for this GPU when it was loaded
+
+    def __call__(self, ops: Operands, stream=None) -> None:
+        self.loaded.launch(ops, stream)
+
+
+class KernelLibrary:
+    """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in build.nvrtc).
+
+    ``entries`` holds the fp32 class (what matmul serves by default); ``classes`` every class.
+    """
+
+    def __init__(self, spec: DeviceSpec, entries: Mapping[str, Entry], device_id: int = 0, strict: bool = False):
+        self.stored = dict(entries)
+        self.classes = by_precision(entries)
+        self.entries = self.classes.get("fp32", {})
+        self.spec, self.device_id, self.strict = spec, device_id, strict
+        self._kernels: dict[str, Kernel] = {}
+        self._choice: dict[tuple, Kernel] = {}
+        self._warned: set[str] = set()
+
+    def kernel_for(self, M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
+                   ldb: int | None = None, ldc: int | None = None, precision: str = "fp32") -> Kernel:
+        """The kernel the dispatch rule picks for this problem and precision class (cached per
+        argument tuple); ``precision`` is one of PRECISIONS (f16/bf16 kernels read half inputs)."""
+        key = (M, N, K, layout, lda, ldb, ldc, precision)
+        kernel = self._choice.get(key)
+        if kernel is None:
+            if precision not in PRECISIONS:
+                raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
+            kernel = self._choice[key] = self._pick(*key)
+        return kernel
+
+    def _pick(self, M, N, K, layout, lda, ldb, ldc, precision) -> Kernel:
+        entry = dispatch(self.classes.get(precision, {}), M, N, K, layout, lda, ldb, ldc)
+        if entry is not None:
+            return self._load(entry.kernel_config, entry.to_dict())
+        what = f"{precision} kernel for {M}x{N}x{K}/{layout} on {self.spec.name}"
+        if self.strict:
+            raise NoTunedKernels(f"no tuned {what} (strict=True); run `gemmgen search` or pass strict=False")
+        config, kind = self._fallback(precision, layout, (M, N, K, lda, ldb, ldc))
+        if precision not in self._warned:
+            warnings.warn(f"gemmgen: no tuned {what}; using the {kind} preset {config.label} "
+                          "(run `gemmgen search` to tune)", stacklevel=4)
+            self._warned.add(precision)
+        return self._load(config, None)
+
+    def _fallback(self, precision: str, layout: str, request: tuple) -> tuple[KernelConfig, str]:
+        """The class's preset as every entry point resolves it (v13: this GPU's stored winner) where
+        that is valid here and accepts the request, else the built-in one, which accepts any shape."""
+        builtin = fallback_config(precision, self.spec, layout)
+        resolved = fallback_config(precision, self.spec, layout, self.stored)
+        if resolved != builtin and resolved.accepts(*request) is None and not explain(resolved, self.spec):
+            return resolved, "stored"
+        return builtin, "built-in"
+
+    def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
+        if config.name not in self._kernels:
+            binary = compile_source(render(config, self.spec), self.spec.arch)   # validated here, once
+            self._kernels[config.name] = Kernel(config, LoadedKernel(config, binary), measured)
+        return self._kernels[config.name]
+
+
+def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[int] = None,
+         strict: bool = False) -> KernelLibrary:
+    """The tuned kernels for a GPU: the shipped results plus the user's (or ``results``).
+
+    ``gpu="auto"`` uses the current CUDA device; a name ("h100") must match it.
+
+    >>> lib = gemmgen.load()                                  # doctest: +SKIP
+    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
+    """
+    import cupy
+
+    dev = cupy.cuda.Device().id if device_id is None else device_id
+    spec = detect(dev)
+    if gpu != "auto" and resolve_alias(gpu) != spec.key:
+        raise ValueError(f"gpu={gpu!r} does not match this device, {spec.name!r}; use gpu='auto'")
+    entries = load_device(fingerprint(dev), results).entries
+    return KernelLibrary(spec, entries, dev, strict)
+
+
+def library_for(device_id: int, strict: bool) -> KernelLibrary:
+    """The process-wide library of a device, loaded on first use (what matmul calls)."""
+    key = (device_id, strict)
+    lib = _LIBRARIES.get(key)   # lock-free fast path once loaded
+    if lib is None:
+        with _LOCK:
+            lib = _LIBRARIES.get(key) or _LIBRARIES.setdefault(key, load(device_id=device_id, strict=strict))
+    return lib

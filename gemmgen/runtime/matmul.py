@@ -1,0 +1,89 @@
+"""``gemmgen.matmul``: C = alpha * A @ B + beta * C on CUDA arrays, with this GPU's tuned kernel.
+
+On a GPU (C = A @ B; C = 2 A@B + C with B column-major; TF32 tensor cores, ~3e-4 relative error;
+half inputs with a float32 C):
+
+>>> import cupy, gemmgen                                                # doctest: +SKIP
+>>> A = cupy.random.rand(1000, 700, dtype=cupy.float32)                 # doctest: +SKIP
+>>> B = cupy.random.rand(700, 300, dtype=cupy.float32)                  # doctest: +SKIP
+>>> C = gemmgen.matmul(A, B)                                            # doctest: +SKIP
+>>> C = gemmgen.matmul(A, B.T.copy().T, out=C, alpha=2.0, beta=1.0)     # doctest: +SKIP
+>>> C = gemmgen.matmul(A, B, precision="tf32")                          # doctest: +SKIP
+>>> C = gemmgen.matmul(A.astype(cupy.float16), B.astype(cupy.float16))  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Optional
+
+from ..measure.launch import Operands
+from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
+from .library import library_for
+from .precision import DTYPE_NAMES, resolve_precision
+
+
+def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
+           beta: float = 0.0, stream: Any = None, strict: bool = False) -> Any:
+    """C = alpha * A @ B + beta * C for CUDA matrices, with the kernel tuned for this GPU.
+
+    A and B are both float32, both float16 or both bfloat16; C is float32. ``precision`` picks the
+    accuracy class: for float32 inputs "fp32" (default: the fastest fp32-accurate kernel, SIMT or
+    3xTF32 tensor cores) or "tf32" (TF32 tensor cores, ~1e-3 relative error); float16/bfloat16
+    inputs take "f16"/"bf16" (default: their own), exact products with fp32 accumulation. A
+    precision that is not one of these, or does not fit the inputs, raises ValueError.
+
+    A and B may be C-contiguous, Fortran-contiguous or transposed views (mapped to the NN/NT/TN/TT
+    kernels without copies); ``out`` must have contiguous rows. Inputs may be CuPy arrays or anything
+    with ``__cuda_array_interface__`` or DLPack (PyTorch CUDA tensors); when ``out`` is None a new
+    CuPy array is returned (``out`` itself otherwise, written in place). Nothing is copied; strides
+    that no kernel can read raise ValueError. ``stream``: a CuPy stream (default: the current one).
+
+    >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +SKIP
+    """
+    import cupy
+
+    (a, ta), (b, tb) = input_matrix(A, "A"), input_matrix(B, "B")
+    check_matrix(a, "A")
+    check_matrix(b, "B")
+    if ta != tb:
+        raise ValueError(f"A is {DTYPE_NAMES[ta]} and B is {DTYPE_NAMES[tb]}; A and B must have one dtype "
+                         "(convert one, e.g. B.astype(A.dtype))")
+    cls = resolve_precision(precision, ta)
+    (M, K), (K2, N) = a.shape, b.shape
+    if K != K2:
+        raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
+    if a.device.id != b.device.id:
+        raise ValueError(f"A is on GPU {a.device.id} and B on GPU {b.device.id}; put them on one device")
+    c = _output(out, a, b, M, N, beta)
+    if M == 0 or N == 0:
+        return out if out is not None else c
+    if K == 0:
+        c *= beta
+        return out if out is not None else c
+    (la, lda), (lb, ldb) = layout_of(a, "A"), layout_of(b, "B")
+    dev, ldc = a.device.id, c.strides[0] // 4
+    ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
+    # the common case needs no device switch, which would cost a few microseconds per call
+    with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
+        library_for(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls)(ops, stream)
+    return out if out is not None else c
+
+
+def _output(out, a, b, M: int, N: int, beta: float):
+    import cupy
+
+    if out is None:
+        if beta != 0:
+            raise ValueError(f"beta={beta} reads C, but out is None; pass out= holding C")
+        return cupy.empty((M, N), dtype=cupy.float32)
+    c = as_output(out)
+    if tuple(c.shape) != (M, N):
+        raise ValueError(f"out has shape {tuple(c.shape)}; A @ B is {M}x{N}")
+    if c.strides[1] != 4 or c.strides[0] < 4 * N:
+        raise ValueError(f"out has strides {tuple(c.strides)} bytes; its rows must be contiguous (row-major)")
+    if c.device.id != a.device.id:
+        raise ValueError(f"out is on GPU {c.device.id}, A on GPU {a.device.id}")
+    for name, x in (("A", a), ("B", b)):
+        if overlaps(c, x):
+            raise ValueError(f"out overlaps {name} in memory; the kernel would read what it writes")
+    return c
