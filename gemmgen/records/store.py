@@ -11,6 +11,9 @@ A results folder holds ``<slug of the device name>.json`` per GPU (``NVIDIA H100
                                        "precision": "fp32"},
                  "4096x4096x4096/NN/tf32": {...}}}
 
+Beside the entries a file may hold ``timings`` (:mod:`.timings`): the times of many kernels on the GPU's
+tuning grid, which the runtime's dispatch model is fitted to.
+
 An entry is the best kernel of one shape, layout and accuracy class (``KernelConfig.precision``).
 fp32-accurate kernels (simt and 3xTF32 alike) compete for the plain ``<shape>/<layout>`` key, so
 the faster of them is what an fp32 request gets; other classes are keyed ``<shape>/<layout>/<precision>``
@@ -42,6 +45,7 @@ from ..base.files import locked, write_atomic
 from ..base.paths import data_dir, user_results_dir
 from .entry import Entry, ResultsError, parse_entry
 from .keys import shape_order
+from .timings import Timings
 
 SCHEMA = 1
 SOFTWARE = ("driver", "cuda", "gemmgen")   # fingerprint fields that change without a new GPU
@@ -64,6 +68,7 @@ class DeviceResults:
     device: dict
     entries: dict[str, Entry]
     path: Path | None = None
+    timings: Timings = Timings.empty()
 
     @property
     def name(self) -> str:
@@ -72,7 +77,10 @@ class DeviceResults:
     def to_dict(self) -> dict[str, Any]:
         """The file's JSON form, entries sorted by key."""
         entries = {k: self.entries[k].to_dict() for k in sorted(self.entries, key=shape_order)}
-        return {"schema": SCHEMA, "device": self.device, "entries": entries}
+        out = {"schema": SCHEMA, "device": self.device, "entries": entries}
+        if self.timings.kernels:
+            out["timings"] = self.timings.to_dict()
+        return out
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -94,7 +102,8 @@ def load_file(path: str | os.PathLike) -> DeviceResults:
     if not isinstance(entries, dict):
         raise ResultsError(f"{path}: 'entries' is a {type(entries).__name__}, not an object")
     parsed = [parse_entry(k, v, str(path)) for k, v in entries.items()]
-    return DeviceResults(device, {e.key: e for e in parsed}, path)
+    timings = Timings.from_dict(data["timings"], f"{path}: timings") if "timings" in data else Timings.empty()
+    return DeviceResults(device, {e.key: e for e in parsed}, path, timings)
 
 
 def _read_json(path: Path) -> dict:
@@ -172,9 +181,10 @@ def merge(old: Mapping[str, Entry], new: Iterable[Entry]) -> dict[str, Entry]:
     return out
 
 
-def record(fingerprint: Mapping, entries: Iterable[Entry],
-           results: str | os.PathLike | None = None) -> DeviceResults:
-    """Merge entries into the GPU's file under its lock and write it atomically; returns the file's content.
+def record(fingerprint: Mapping, entries: Iterable[Entry], results: str | os.PathLike | None = None,
+           timings: Timings | None = None) -> DeviceResults:
+    """Merge entries (and kernel timings: newer times replace older ones) into the GPU's file under its
+    lock and write it atomically; returns the file's content.
 
     ``fingerprint`` is :func:`gemmgen.base.devices.fingerprint` (a dict with at least ``name``); entries
     without ``env`` are stamped with its driver, CUDA and gemmgen versions. See the module example.
@@ -189,6 +199,7 @@ def record(fingerprint: Mapping, entries: Iterable[Entry],
     with locked(path):
         current = load_file(path) if path.exists() else DeviceResults(dict(fingerprint), {}, path)
         check_same_device(current.device, fingerprint, path)
-        merged = DeviceResults({**current.device, **fingerprint}, merge(current.entries, stamped), path)
+        merged = DeviceResults({**current.device, **fingerprint}, merge(current.entries, stamped), path,
+                               current.timings.merge(timings or Timings.empty()))
         write_atomic(path, merged.to_dict())
     return merged
