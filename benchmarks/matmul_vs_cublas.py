@@ -80,9 +80,8 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     del ref
     spec = detect(cupy.cuda.Device().id)
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
-    lib = gemmgen.load(**kwargs)
-    kernel = lib.kernel_for(M, N, K, layout, A.strides[0 if layout[0] == "N" else 1] // 4,
-                            B.strides[0 if layout[1] == "N" else 1] // 4, N)
+    kernel = gemmgen.load().kernel_for(M, N, K, layout, A.strides[0 if layout[0] == "N" else 1] // 4,
+                                       B.strides[0 if layout[1] == "N" else 1] // 4, N, family=family)
     flops = 2.0 * M * N * K
     return {"shape": f"{M}x{N}x{K}", "layout": layout, "gemmgen_tflops": flops / t_gg.median / 1e9,
             "cublas_tflops": flops / t_cb.median / 1e9, "ratio": t_cb.median / t_gg.median,
