@@ -144,6 +144,14 @@ def test_unaligned_operands_are_copied_where_that_pays():
     assert pack_plan(fits, 4096, 4096, 4096, "NN", 4096, 4096, 4096, bw, rows_aligned=False)[:2] == (True, True)
 
 
+def test_no_copy_on_the_unaligned_guess_alone():
+    """Unaligned measurements only near 1023..4095 cubes: a skinny unaligned shape far from them keeps
+    its rows as they are (the copy's cost is not backed by data of that regime)."""
+    fits = [_with_unaligned_points(BIG)]
+    bw = H100.mem_gbs * 1e6 * 0.7
+    assert pack_plan(fits, 74, 480, 8763, "NN", 8763, 481, 480, bw)[:2] == (False, False)
+
+
 def test_no_copy_where_unaligned_rows_cost_little():
     fits = [_with_unaligned_points(BIG, slow=1.01)]
     bw = H100.mem_gbs * 1e6 * 0.7

@@ -138,9 +138,12 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     """(copy A, copy B, candidate): whether to copy unaligned operands into 16-byte aligned rows first,
     and the kernel to run then. Copying pays where the best predicted time on aligned rows plus the
     copies (read and write each operand once, ``bandwidth`` bytes/ms, one launch each) beats the best
-    predicted time on the rows as they are."""
+    predicted time on the rows as they are, and that prediction rests on unaligned shapes measured
+    nearby: on the H100, copying on the UNALIGNED guess alone lost to cuBLAS on small skinny shapes
+    (74x480x8760 TT: 0.33x), where a copy costs as much as the product."""
     as_is = best(fits, M, N, K, layout, lda, ldb, ldc, None if rows_aligned else False)
-    if as_is is None or (rows_aligned and aligned(Shape(M, N, K, layout), lda, ldb)):
+    want = Shape(M, N, K, layout)
+    if as_is is None or (rows_aligned and aligned(want, lda, ldb)) or not as_is[1].measured_near(want, False):
         return False, False, as_is[1] if as_is else None
     pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
     up = lambda ld: -(-ld // align) * align
