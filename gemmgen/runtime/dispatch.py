@@ -36,6 +36,8 @@ from .predict import LAUNCH_MS, Fitted, aligned
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
+MIN_PACK_MS = 0.2  # copies cost two launches and their host time (~10 us each through CuPy): below this,
+                   # copying lost on every small shape tried on the H100 (358x123x4396 TT: 1.03x -> 0.36x)
 
 
 def log_distance(a: Shape, b: Shape) -> float:
@@ -143,7 +145,8 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     (74x480x8760 TT: 0.33x), where a copy costs as much as the product."""
     as_is = best(fits, M, N, K, layout, lda, ldb, ldc, None if rows_aligned else False)
     want = Shape(M, N, K, layout)
-    if as_is is None or (rows_aligned and aligned(want, lda, ldb)) or not as_is[1].measured_near(want, False):
+    if (as_is is None or (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS
+            or not as_is[1].measured_near(want, False)):
         return False, False, as_is[1] if as_is else None
     pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
     up = lambda ld: -(-ld // align) * align

@@ -40,23 +40,30 @@ def _operand(cp, rng, rows, cols, trans):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_copies_unaligned_operands_and_stays_exact(session, monkeypatch, layout):
+def test_copied_operands_give_the_same_product(session, monkeypatch, layout):
+    """matmul's copy of unaligned operands (forced here for both) keeps the product exact in every layout."""
     import cupy as cp
 
     lib = _library(session, slow_unaligned=3.0)
+    forced = lambda M, N, K, lay, lda, ldb, ldc, *rest: (lib.kernel_for(M, N, K, lay, -(-lda // 4) * 4,
+                                                                       -(-ldb // 4) * 4, ldc), True, True)
+    monkeypatch.setattr(lib, "plan_for", forced)
     monkeypatch.setattr(matmul_module, "library_for", lambda dev, strict: lib)
     rng = np.random.default_rng(7)
-    for M, N, K in ((1023, 777, 1021), (515, 2047, 333), (2047, 2047, 2047)):
+    for M, N, K in ((1023, 777, 1021), (515, 2047, 333), (64, 9, 17)):
         A, B = _operand(cp, rng, M, K, layout[0] == "T"), _operand(cp, rng, K, N, layout[1] == "T")
-        lda = A.strides[0 if layout[0] == "N" else 1] // 4
-        ldb = B.strides[0 if layout[1] == "N" else 1] // 4
-        kernel, pack_a, pack_b = lib.plan_for(M, N, K, layout, lda, ldb, N)
-        assert (pack_a, pack_b) == (lda % 4 != 0, ldb % 4 != 0), (M, N, K, layout)
         C0 = cp.asarray(rng.uniform(-1, 1, (M, N)).astype(np.float32))
         ref = 0.5 * (A.astype(cp.float64) @ B.astype(cp.float64)) + 2.0 * C0.astype(cp.float64)
         out = matmul_module.matmul(A, B, out=C0.copy(), alpha=0.5, beta=2.0)
         assert rel_error(out, ref) <= 1e-5, (M, N, K, layout)
-        assert lib.plan_for(M, N, K, layout, lda, ldb, N) is lib.plan_for(M, N, K, layout, lda, ldb, N)
+
+
+def test_the_plan_copies_where_measured_unaligned_shapes_say_so(session):
+    lib = _library(session, slow_unaligned=3.0)
+    kernel, pack_a, pack_b = lib.plan_for(2047, 2047, 2047, "NN", 2047, 2047, 2047)
+    assert (pack_a, pack_b) == (True, True) and kernel.config.accepts(2047, 2047, 2047, 2048, 2048, 2047) is None
+    assert lib.plan_for(2047, 2047, 2047, "NN", 2047, 2047, 2047) is lib.plan_for(2047, 2047, 2047, "NN", 2047, 2047, 2047)
+    assert lib.plan_for(300, 301, 299, "NN", 299, 301, 301)[1:] == (False, False)   # too small to pay
 
 
 def test_misaligned_first_element_is_copied_or_read_correctly(session, monkeypatch):
