@@ -57,7 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     a("--study", help="study name (default <gpu>-<shape>, <gpu>-<family>-<shape> for families other than simt)")
     a("--devices", default="0", help="GPU indices, comma-separated: one search process per GPU (default 0)")
     a("--jobs", type=int, help="compile workers preparing upcoming candidates (default 2; with --grid, "
-      "the CPU cores per GPU)")
+      "the CPU cores per GPU, at most 8)")
     a("--results", metavar="DIR", help="results folder (default: the user folder; $GEMMGEN_RESULTS)")
     a("--json", action="store_true", help="print the winners as JSON")
     search_grid.add_options(parser)

@@ -40,7 +40,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
       "(default 8; 0 never)")
     a("--extend-below", type=float, metavar="RATIO", help="grid: a shape whose best is below RATIO x cuBLAS "
       "when its budget ends may go on to twice --trials (default 1.2; 0 never)")
-    a("--rep-ms", type=float, metavar="MS", help="grid timings: milliseconds of timed runs per kernel and shape (default 20)")
+    a("--rep-ms", type=float, metavar="MS", help="grid timings: milliseconds of timed runs per kernel and shape "
+      "(default 20)")
     a("--no-timings", action="store_true", help="grid: tune only, do not time the winners across the grid")
     a("--timings-only", action="store_true", help="grid: only time the studies' winners across the grid")
     a("--winners-from", metavar="FILE", help="with --timings-only: time the kernels of another GPU's results file "
@@ -66,7 +67,8 @@ def check(args: argparse.Namespace) -> bool:
                              ("--extend-below", args.extend_below, 0)):
         if value is not None and not value >= low:
             raise ValueError(f"{name} {value}: must be at least {low}")
-    for name, value in (("--rep-ms", args.rep_ms), ("--timeout", args.timeout), ("--timings-timeout", args.timings_timeout)):
+    seconds = (("--rep-ms", args.rep_ms), ("--timeout", args.timeout), ("--timings-timeout", args.timings_timeout))
+    for name, value in seconds:
         if value is not None and not value > 0:
             raise ValueError(f"{name} {value}: must be above 0")
     return True
@@ -88,8 +90,8 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int]) -> int:
     match_gpu(args.gpu, spec.name)
     grid = grid or resolve_grid("auto", spec.name)
     job = _job(args, grid, families, spec, len(gpus))
-    ctx = {"fp": devs.fingerprint(gpus[0]), "devices": gpus, "mode": pool_mode(gpus), "report": {"grid": grid.name, "device": spec.name,
-           "families": families, "tasks": [], "timings": {}}, "failed": 0}
+    report = {"grid": grid.name, "device": spec.name, "families": families, "tasks": [], "timings": {}}
+    ctx = {"fp": devs.fingerprint(gpus[0]), "devices": gpus, "mode": pool_mode(gpus), "report": report, "failed": 0}
     if not args.timings_only:
         _tune(args, job, ctx)
     if not args.no_timings:
@@ -106,12 +108,14 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # one line per shape says what happened
-    jobs = args.jobs or max(2, (os.cpu_count() or 2) // gpus)   # compiles of each GPU's next candidates
+    # each GPU's next candidates compile meanwhile, up to 8 at once: with more in flight, TPE draws blind
+    jobs = args.jobs or max(2, min(8, (os.cpu_count() or 2) // gpus))
     options = {"sampler": args.sampler, "seed": args.seed, "jobs": jobs, "lookahead": jobs + 1,
                "finalists": FINALISTS}
     deadline = time.time() + args.timeout if args.timeout else None
     return GridJob(grid, tuple(families), spec, args.storage or default_storage(args.results),
-                   trials=24 if args.trials is None else args.trials, patience=8 if args.patience is None else args.patience,
+                   trials=24 if args.trials is None else args.trials,
+                   patience=8 if args.patience is None else args.patience,
                    stretch_below=1.2 if args.extend_below is None else args.extend_below,
                    space=args.space, study=args.study, deadline=deadline, options=options)
 
@@ -168,20 +172,21 @@ def _store(args: argparse.Namespace, task: Any, r: dict, fp: dict) -> str:
 
 
 def _close(args: argparse.Namespace, job: Any, ctx: dict) -> None:
-    """The closing table (or JSON): every task's winner, tuned now or before, and the stored fp32 entries."""
+    """The closing table (or JSON): every task, tuned now or before, and the stored fp32 entries."""
     from .search_timings import current
 
-    report = ctx["report"]
+    report, states = ctx["report"], job.states()
     now = {(t["family"], t["shape"]): t for t in report["tasks"]}
-    rows = {(task.family, task.shape.key): {**state, "status": "tuned" if (task.family, task.shape.key) in now
-                                            else "finished before"}
-            for task, state in job.winners().items()}
-    rows.update({k: v for k, v in now.items() if "tflops" not in v})   # failed or not started now
+    rows = {}
+    for task in job.tasks():
+        key, state = (task.family, task.shape.key), states.get(job.study_of(task), {})
+        before = "finished before" if state.get("done", 0) >= job.trials else "unfinished" if state else "not tuned"
+        rows[key] = {"family": task.family, "shape": task.shape.key, "study": job.study_of(task), **state,
+                     "status": before, **now.get(key, {})}
     entries = current(args, ctx["fp"]).entries
     fp32 = {e.shape.key: {"family": e.kernel_config.family, "name": e.name, "tflops": e.tflops, "ratio": e.ratio}
             for e in entries.values() if e.precision == "fp32"}
-    report.update(tasks=[{"family": f, "shape": s, **{k: v for k, v in r.items() if k != "config"}}
-                         for (f, s), r in rows.items()], entries=fp32)
+    report.update(tasks=[{k: v for k, v in r.items() if k != "config"} for r in rows.values()], entries=fp32)
     if args.json:
         out.dump(report)
         return

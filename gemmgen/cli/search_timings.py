@@ -63,8 +63,9 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed)
     rep = args.rep_ms or REP_MS
     source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
-    out.say(f"timings: {len({c.name for c in configs})} kernels ({source}) on {len(job.grid.shapes)} shapes: "
-            f"{sum(len(b.configs) for b in batches)} to time in {len(batches)} batches, --rep-ms {rep:g}")
+    out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
+            f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
+            f"batches, --rep-ms {rep:g}")
     deadline = time.time() + args.timings_timeout if args.timings_timeout else None
     work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), gpu.NvrtcPrepare(job.device.arch),
                      job.options.get("jobs", 2), deadline)

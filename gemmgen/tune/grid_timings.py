@@ -12,7 +12,8 @@ the next free GPU (:mod:`.pool`); the records stage stores them (``Timings``).
 >>> batches = timing_batches([preset("tf32x3-wgmma"), preset("v13")], shapes, known("h100"))
 >>> [(b.shape.key, len(b.configs)) for b in batches]
 [('4096x4096x4096/NN', 2), ('1000x1000x1000/TT', 2)]
->>> timing_batches([preset("v13")], shapes, known("h100"), skip={(preset("v13").name, "4096x4096x4096/NN")})[0].shape.key
+>>> done = {(preset("v13").name, "4096x4096x4096/NN")}   # timed before
+>>> timing_batches([preset("v13")], shapes, known("h100"), skip=done)[0].shape.key
 '1000x1000x1000/TT'
 """
 from __future__ import annotations

@@ -85,6 +85,8 @@ class TrialRunner:
                     return reason or "budget"
                 continue
             self._finish(beat)
+            if self.plan.patience and self._stop_reason(self.study.get_trials(deepcopy=False)) == "plateau":
+                self._drop(beat)
 
     def _start(self) -> None:
         """Hand the oldest waiting candidate to the GPU thread when it is idle."""
@@ -189,6 +191,15 @@ class TrialRunner:
                   **_result_attrs(outcome))
         if self.observer:
             self.observer(progress(self.study, self.plan.trials))
+
+    def _drop(self, beat: "_Heartbeat") -> None:
+        """A plateau: the candidates prepared but not yet measured are told, never measured."""
+        while self.pending:
+            trial, _, future = self.pending.popleft()
+            if future is not None:
+                future.cancel()
+            beat.discard(trial._trial_id)
+            _tell(self.study, trial, TrialState.PRUNED, kind="dropped", reason="the search stopped on a plateau")
 
     def _abandon(self) -> None:
         flying = [*self.pending, *([self.running] if self.running else [])]
