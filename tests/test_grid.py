@@ -342,3 +342,50 @@ def test_space_presets_are_the_dispatchable_ones():
 
     assert [c.label for c in space_presets(load_space("simt", "sm_90"), "sm_90")] == ["v10", "v11", "v12", "v13"]
     assert [c.label for c in space_presets(load_space("tf32", "sm_86"), "sm_86")] == ["tf32"]
+
+
+# ---- through the real isolated measuring worker (a fake session inside it) ------------------------------
+@pytest.fixture
+def isolated(monkeypatch):
+    """gemmgen.tune.gpu's workers run tests/fake_sessions.GridSession: the real process isolation."""
+    from gemmgen.measure.worker import MeasureWorker
+    from gemmgen.tune import gpu
+
+    workers = {}
+
+    def worker_for(device):
+        if device not in workers:
+            workers[device] = MeasureWorker(device, factory="fake_sessions:GridSession")
+        return workers[device]
+
+    monkeypatch.setattr(gpu, "worker_for", worker_for)
+    yield lambda *names: monkeypatch.setenv("GEMMGEN_FAKE_CRASH", ",".join(names))
+    for w in workers.values():
+        w.close()
+
+
+def test_a_crashing_kernel_in_a_timings_batch_costs_only_itself(isolated):
+    import functools
+
+    from gemmgen.base import RuntimeFailure
+    from gemmgen.tune.gpu import GpuRetime
+
+    good, bad, other = preset("tf32x3"), preset("tf32x3-wgmma"), preset("tf32x3").replace(split_k=2)
+    isolated(bad.name)
+    timed = TimeShape(functools.partial(GpuRetime, rep_ms=20.0))(0, Batch(Shape(512, 512, 512), (good, bad, other)))
+    assert [c for c, _ in timed] == [good, bad, other]
+    assert isinstance(timed[1][1], RuntimeFailure) and "died" in str(timed[1][1])
+    assert all(isinstance(m, Measurement) for i, (_, m) in enumerate(timed) if i != 1)
+
+
+def test_a_crashing_candidate_never_kills_the_grid(isolated, tmp_path):
+    from gemmgen.tune.gpu import GpuMeasure
+
+    job = _job(tmp_path, ["256x256x256", "512x512x512"], trials=6, patience=0, stretch_below=0)
+    isolated(preset("tf32x3-wgmma").name)   # the wgmma preset, enqueued first on each shape, crashes
+    done = run_grid(job, TuneShape(job, GpuMeasure()), [0], mode="inline")
+    assert not any(d.error for d in done) and not job.pending()
+    for d in done:
+        failed = [t for t in _study(job, d.item).get_trials(deepcopy=False) if t.state == TrialState.FAIL]
+        assert [t.user_attrs["kind"] for t in failed] == ["runtime"]
+        assert d.result["measured"] == 6 and d.result["name"] != preset("tf32x3-wgmma").name

@@ -51,6 +51,18 @@ class FakeRetime:
         return [fake_measure(c, shape) for c in configs]
 
 
+class FakePrepare:
+    """NvrtcPrepare(arch): records what was compiled (ahead, or by a worker)."""
+
+    built: list = []
+
+    def __init__(self, arch):
+        self.arch = arch
+
+    def __call__(self, config):
+        FakePrepare.built.append(config.name)
+
+
 @pytest.fixture
 def fake_cli(monkeypatch, tmp_path):
     from gemmgen.base import devices
@@ -58,8 +70,9 @@ def fake_cli(monkeypatch, tmp_path):
 
     monkeypatch.setattr(devices, "detect", lambda device_id=0: known("h100"))
     monkeypatch.setattr(devices, "fingerprint", lambda device_id=0: dict(H100))
-    monkeypatch.setattr(gpu, "GpuMeasure", lambda: fake_gpu)
-    monkeypatch.setattr(gpu, "NvrtcPrepare", lambda arch: None)
+    monkeypatch.setattr(gpu, "GpuMeasure", lambda rep_ms=100.0: fake_gpu)
+    monkeypatch.setattr(gpu, "NvrtcPrepare", FakePrepare)
+    monkeypatch.setattr(FakePrepare, "built", [])
     monkeypatch.setattr(gpu, "GpuRetime", FakeRetime)
     monkeypatch.setattr(store, "shipped_dir", lambda: None)
     monkeypatch.setattr(search_grid, "POOL", "thread")   # several fake GPUs: threads, not processes
@@ -100,7 +113,9 @@ def test_grid_tunes_every_shape_and_times_the_winners(fake_cli, capsys):
     timed = {(n, k) for n, kt in saved.timings.kernels.items() for k in kt.ms}
     assert timed == wanted and report["timings"]["measured"] == len(wanted)
     assert set(saved.timings.cublas["fp32"]) == set(SHAPES)
-    assert {rep for _, rep, _, _ in FakeRetime.seen} == {100.0, 20.0}   # finalists, then the timings
+    assert {rep for _, rep, _, _ in FakeRetime.seen} == {20.0}   # no re-timed finalists: the timings stage
+    assert {n for _, _, _, names in FakeRetime.seen for n in names} <= set(FakePrepare.built)   # compiled first
+    assert preset("tf32x3-wgmma").replace(layout="NT", split_k=4).name in FakePrepare.built   # ahead: a warm start
     assert Timings.from_dict(json.loads((fake_cli / "results" / FILE).read_text())["timings"]) == saved.timings
 
 

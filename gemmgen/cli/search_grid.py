@@ -18,14 +18,13 @@ of kernel and shape this GPU's results file already times are not timed again.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import time
 from typing import Any
 
 from . import grid_output as out
 
-RETIME_MS = 100.0   # re-timing a shape's 3 finalists before its winner is named
+MEASURE_MS = 50.0   # timed runs per trial (a plain search: 100 ms); the timings stage times the winners again
 FINALISTS = 3
 POOL = "process"    # several GPUs: one worker process each (tests use threads)
 
@@ -127,6 +126,7 @@ def pool_mode(devices: list[int]) -> str:
 def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
     """Stage 1: every pending task on the next free GPU; each winner stored as its shape's entry."""
     from ..tune import gpu
+    from ..tune.ahead import CompileAhead, warm_kernels
     from ..tune.grid_run import TuneShape, run_grid
 
     tasks = job.tasks()
@@ -137,10 +137,12 @@ def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
             f"{len(pending)} of {len(tasks)} to tune, --trials {job.trials} per shape (up to {most} below "
             f"{job.stretch_below:g}x cuBLAS), patience {job.patience}")
     progress = out.Progress(len(pending))
-    work = TuneShape(job, gpu.GpuMeasure(), gpu.NvrtcPrepare(job.device.arch),
-                     functools.partial(gpu.GpuRetime, rep_ms=RETIME_MS))
-    run_grid(job, work, ctx["devices"], mode=ctx["mode"],
-             on_done=lambda done: _tuned(args, done, progress, ctx))
+    # finalists are not re-timed here: the timings stage times every winner again, on every shape
+    prepare = gpu.NvrtcPrepare(job.device.arch)
+    work = TuneShape(job, gpu.GpuMeasure(rep_ms=MEASURE_MS), prepare)
+    spare = (os.cpu_count() or 2) - job.options["jobs"] * len(ctx["devices"])   # cores the workers leave
+    with CompileAhead(prepare, warm_kernels(job, pending), threads=spare):
+        run_grid(job, work, ctx["devices"], mode=ctx["mode"], on_done=lambda done: _tuned(args, done, progress, ctx))
 
 
 def _tuned(args: argparse.Namespace, done: Any, progress: Any, ctx: dict) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
 def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> None:
     """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come."""
     from ..tune import gpu
+    from ..tune.ahead import CompileAhead
     from ..tune.grid_timings import TimeShape, timing_batches
     from ..tune.pool import run_on_devices
 
@@ -67,11 +69,12 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
             f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")
     deadline = time.time() + args.timings_timeout if args.timings_timeout else None
-    work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), gpu.NvrtcPrepare(job.device.arch),
-                     job.options.get("jobs", 2), deadline)
+    prepare = gpu.NvrtcPrepare(job.device.arch)
+    work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), prepare, job.options.get("jobs", 2), deadline)
     state = {"entries": dict(have.entries), "measured": 0, "failed": 0, "progress": out.Progress(len(batches))}
-    run_on_devices(batches, work, ctx["devices"], mode=ctx["mode"],
-                   on_done=lambda done: _batch(args, done, state, ctx))
+    with CompileAhead(prepare, [c for b in batches for c in b.configs], threads=os.cpu_count() or 2):
+        run_on_devices(batches, work, ctx["devices"], mode=ctx["mode"],
+                       on_done=lambda done: _batch(args, done, state, ctx))
     ctx["report"]["timings"] = {"kernels": len({c.name for c in configs}), "batches": len(batches),
                                 "measured": state["measured"], "failed": state["failed"],
                                 "skipped": len(timed), "file": str(results_path(args, ctx["fp"]))}
