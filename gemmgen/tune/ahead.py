@@ -8,7 +8,7 @@ and is recorded there.
 
 >>> from gemmgen.kernel.presets import preset
 >>> built = []
->>> with CompileAhead(lambda c: built.append(c.name), [preset("v10"), preset("v10"), preset("v11")], threads=2):
+>>> with CompileAhead(lambda c: built.append(c.name), [preset("v10"), preset("v10"), preset("v11")], 2, wait=True):
 ...     pass
 >>> sorted(built) == sorted({preset("v10").name, preset("v11").name})
 True
