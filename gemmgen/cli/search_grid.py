@@ -18,7 +18,6 @@ of kernel and shape this GPU's results file already times are not timed again.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
@@ -101,6 +100,7 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int]) -> int:
 
 
 def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gpus: int) -> Any:
+    from ..tune.ahead import cores
     from ..tune.grid_plan import GridJob
     from ..tune.storage import default_storage
 
@@ -108,7 +108,7 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # one line per shape says what happened
     # each GPU's next candidates compile meanwhile, up to 8 at once: with more in flight, TPE draws blind
-    jobs = args.jobs or max(2, min(8, (os.cpu_count() or 2) // gpus))
+    jobs = args.jobs or max(2, min(8, cores() // gpus))
     options = {"sampler": args.sampler, "seed": args.seed, "jobs": jobs, "lookahead": jobs + 1,
                "finalists": FINALISTS}
     deadline = time.time() + args.timeout if args.timeout else None
@@ -126,7 +126,7 @@ def pool_mode(devices: list[int]) -> str:
 def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
     """Stage 1: every pending task on the next free GPU; each winner stored as its shape's entry."""
     from ..tune import gpu
-    from ..tune.ahead import CompileAhead, warm_kernels
+    from ..tune.ahead import AHEAD, CompileAhead, cores, warm_kernels
     from ..tune.grid_run import TuneShape, run_grid
 
     tasks = job.tasks()
@@ -140,7 +140,7 @@ def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
     # finalists are not re-timed here: the timings stage times every winner again, on every shape
     prepare = gpu.NvrtcPrepare(job.device.arch)
     work = TuneShape(job, gpu.GpuMeasure(rep_ms=MEASURE_MS), prepare)
-    spare = (os.cpu_count() or 2) - job.options["jobs"] * len(ctx["devices"])   # cores the workers leave
+    spare = min(AHEAD, cores() - job.options["jobs"] * len(ctx["devices"]))   # cores the workers leave
     with CompileAhead(prepare, warm_kernels(job, pending), threads=spare):
         run_grid(job, work, ctx["devices"], mode=ctx["mode"], on_done=lambda done: _tuned(args, done, progress, ctx))
 

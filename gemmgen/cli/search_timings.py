@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,7 @@ def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
 def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> None:
     """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come."""
     from ..tune import gpu
-    from ..tune.ahead import CompileAhead
+    from ..tune.ahead import AHEAD, CompileAhead, cores
     from ..tune.grid_timings import TimeShape, timing_batches
     from ..tune.pool import run_on_devices
 
@@ -72,7 +71,7 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     prepare = gpu.NvrtcPrepare(job.device.arch)
     work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), prepare, job.options.get("jobs", 2), deadline)
     state = {"entries": dict(have.entries), "measured": 0, "failed": 0, "progress": out.Progress(len(batches))}
-    with CompileAhead(prepare, [c for b in batches for c in b.configs], threads=os.cpu_count() or 2):
+    with CompileAhead(prepare, [c for b in batches for c in b.configs], threads=min(AHEAD, cores())):
         run_on_devices(batches, work, ctx["devices"], mode=ctx["mode"],
                        on_done=lambda done: _batch(args, done, state, ctx))
     ctx["report"]["timings"] = {"kernels": len({c.name for c in configs}), "batches": len(batches),

@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import concurrent.futures as cf
+import os
 from typing import Any, Iterable
 
 from ..base.outcome import Failure
@@ -23,6 +24,20 @@ from ..base.shape import Shape
 from ..kernel.config import KernelConfig
 from .plan import Prepare
 from .warm import fill_split_k, space_presets, split_choices, transfer
+
+AHEAD = 32   # most background compiles at once (each NVRTC holds ~200 MB)
+
+
+def cores() -> int:
+    """CPU cores this process may run on (its affinity mask: a container's share, not the host's count).
+
+    >>> cores() >= 1
+    True
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 2
 
 
 class CompileAhead:
