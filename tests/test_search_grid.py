@@ -213,3 +213,24 @@ def test_grid_auto_on_a_gpu_without_a_grid(fake_cli, capsys, monkeypatch):
 
 def test_the_shipped_grid_loads_for_both_hopper_gpus():
     assert load_grid("hopper").gpus == ("h100", "h200")
+
+
+def test_dry_run_plans_without_a_gpu_and_sees_what_is_done(fake_cli, capsys, monkeypatch):
+    from gemmgen.base import devices
+
+    def no_gpu(device_id=0):
+        raise AssertionError("a dry run never touches the GPU")
+
+    monkeypatch.setattr(devices, "detect", no_gpu)
+    argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--family", "simt,tf32x3", "--trials", "8",
+            "--results", str(fake_cli / "results"), "--gpu", "h100", "--dry-run"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "grid mini on NVIDIA H100 80GB HBM3 (planned, not run): 8 tasks, 0 finished" in out
+    assert "tune simt: 4 shapes" in out and "tune in all: " in out and "time now: " in out
+    assert not (fake_cli / "results").exists()   # nothing written
+    monkeypatch.setattr(devices, "detect", lambda device_id=0: known("h100"))
+    grid_search(capsys, fake_cli)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "8 tasks, 8 finished" in out and "tune simt" not in out and " 0 pairs in 0 batches (" in out

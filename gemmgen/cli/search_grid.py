@@ -45,11 +45,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     a("--winners-from", metavar="FILE", help="with --timings-only: time the kernels of another GPU's results file "
       "(its timings and entries) here instead, e.g. an H200's winners on an H100")
     a("--timings-timeout", type=float, metavar="S", help="grid: stop timing after S seconds (a rerun times the rest)")
+    a("--dry-run", action="store_true", help="grid: print what would be tuned and timed, and exit (no GPU needed "
+      "with --gpu NAME)")
 
 
 def check(args: argparse.Namespace) -> bool:
     """Whether this is a grid search, after the grid options' rules (one-line errors, before the GPU)."""
-    grid_only = ("patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from", "timings_timeout")
+    grid_only = ("patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from", "timings_timeout",
+                 "dry_run")
     if not args.grid:
         given = [f"--{n.replace('_', '-')}" for n in grid_only if getattr(args, n) not in (None, False)]
         if given:
@@ -84,10 +87,17 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int]) -> int:
     families = [f or load_space(path=args.space).family for f in families]
     grid = None if args.grid == "auto" else load_grid(args.grid)       # a bad name fails before the GPU
     foreign = load_file(args.winners_from) if args.winners_from else None
-    spec = devs.detect(gpus[0])
-    match_gpu(args.gpu, spec.name)
+    if args.dry_run and args.gpu:
+        spec = devs.known(args.gpu)
+    else:
+        spec = devs.detect(gpus[0])
+        match_gpu(args.gpu, spec.name)
     grid = grid or resolve_grid("auto", spec.name)
     job = _job(args, grid, families, spec, len(gpus))
+    if args.dry_run:
+        from .search_dry import dry_run
+        dry_run(args, job, foreign)
+        return 0
     report = {"grid": grid.name, "device": spec.name, "families": families, "tasks": [], "timings": {}}
     ctx = {"fp": devs.fingerprint(gpus[0]), "devices": gpus, "mode": pool_mode(gpus), "report": report, "failed": 0}
     if not args.timings_only:

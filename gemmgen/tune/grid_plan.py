@@ -19,6 +19,7 @@ short, so warm starts and timings can use it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 import optuna
@@ -80,7 +81,11 @@ class GridJob:
         return study_name(self.device.key, task.shape, self.study, True, task.family, len(self.families) > 1)
 
     def states(self) -> dict[str, dict]:
-        """The ``grid`` attr of every study in the storage that has one, by study name (one query)."""
+        """The ``grid`` attr of every study in the storage that has one, by study name (one query; none,
+        and no database made, where an SQLite file does not exist yet)."""
+        path = self.storage[len("sqlite:///"):] if self.storage.startswith("sqlite:///") else ""
+        if path and path != ":memory:" and not Path(path).exists():
+            return {}
         storage = open_storage(self.storage)
         return {s.study_name: dict(s.user_attrs[ATTR]) for s in storage.get_all_studies() if ATTR in s.user_attrs}
 
