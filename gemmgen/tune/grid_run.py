@@ -29,6 +29,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
+import optuna
+
 from ..base.shape import Shape  # noqa: F401  (the example's)
 from .driver import run_search, setup_study
 from .grid_plan import GridJob, Task, record_state
@@ -48,6 +50,7 @@ class TuneShape:
     retime_for: Callable[[int], Retime] | None = None   # device -> retime of the finalists on it
 
     def __call__(self, device: int, task: Task) -> dict:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)   # a worker process's own: the parent prints a line
         job = self.job
         left = None if job.deadline is None else job.deadline - time.time()
         if left is not None and left <= 0:
