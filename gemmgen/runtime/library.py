@@ -1,9 +1,10 @@
 """The tuned kernels of one GPU: loaded from the results folders, picked per shape and precision class.
 
-Within a class, the dispatch rule (:mod:`.dispatch`): the exact tuned shape if present; else the
-tuned config of the nearest tuned shape (log-distance over M, N, K) among those that accept the
-shape; else the class's preset (:mod:`.precision`), with one warning, or an error with strict=True.
-A kernel is validated once, against this GPU, when it is loaded.
+Within a class (and family, if asked for), the dispatch rule (:mod:`.dispatch`): the timed kernel with
+the least predicted time for the shape (:mod:`.predict`); where nothing is timed, the tuned config of
+the nearest tuned shape that accepts the request; else the class's preset (:mod:`.precision`), with
+one warning, or an error with strict=True. A kernel is validated once, against this GPU, when it is
+loaded; the choice is cached per request (shape, layout, leading dimensions, class, family).
 
 >>> lib = gemmgen.load()                                  # doctest: +SKIP
 >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
@@ -23,8 +24,9 @@ from ..kernel.rules import explain
 from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
-from .dispatch import dispatch
-from .precision import PRECISIONS, by_precision, fallback_config
+from ..records.timings import Timings
+from .dispatch import candidates, choose, dispatch, fit_all, layout_factors
+from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
 
 _LIBRARIES: dict[tuple, "KernelLibrary"] = {}
 _LOCK = threading.Lock()
@@ -53,47 +55,72 @@ class Kernel:
 class KernelLibrary:
     """Tuned results for one GPU plus compiled-kernel caches (memory here, disk in build.nvrtc).
 
-    ``entries`` holds the fp32 class (what matmul serves by default); ``classes`` every class.
+    ``entries`` holds the fp32 class (what matmul serves by default); ``classes`` every class;
+    ``timings`` the kernels' measured times that dispatch predicts from.
     """
 
-    def __init__(self, spec: DeviceSpec, entries: Mapping[str, Entry], device_id: int = 0, strict: bool = False):
+    def __init__(self, spec: DeviceSpec, entries: Mapping[str, Entry], device_id: int = 0, strict: bool = False,
+                 timings: Timings | None = None):
         self.stored = dict(entries)
         self.classes = by_precision(entries)
         self.entries = self.classes.get("fp32", {})
+        self.timings = timings or Timings.empty()
         self.spec, self.device_id, self.strict = spec, device_id, strict
         self._kernels: dict[str, Kernel] = {}
         self._choice: dict[tuple, Kernel] = {}
+        self._fits: dict[tuple, list] = {}
         self._warned: set[str] = set()
 
     def kernel_for(self, M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
-                   ldb: int | None = None, ldc: int | None = None, precision: str = "fp32") -> Kernel:
+                   ldb: int | None = None, ldc: int | None = None, precision: str = "fp32",
+                   family: str | None = None) -> Kernel:
         """The kernel the dispatch rule picks for this problem and precision class (cached per
-        argument tuple); ``precision`` is one of PRECISIONS (f16/bf16 kernels read half inputs)."""
-        key = (M, N, K, layout, lda, ldb, ldc, precision)
+        argument tuple); ``precision`` is one of PRECISIONS (f16/bf16 kernels read half inputs);
+        ``family`` restricts the choice to one template family of that class (e.g. simt)."""
+        key = (M, N, K, layout, lda, ldb, ldc, precision, family)
         kernel = self._choice.get(key)
         if kernel is None:
             if precision not in PRECISIONS:
                 raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
+            check_family(family, precision)
             kernel = self._choice[key] = self._pick(*key)
         return kernel
 
-    def _pick(self, M, N, K, layout, lda, ldb, ldc, precision) -> Kernel:
-        entry = dispatch(self.classes.get(precision, {}), M, N, K, layout, lda, ldb, ldc)
+    def candidates(self, precision: str, layout: str, family: str | None = None) -> list:
+        """The timed kernels (time models) that compete for requests of a class, layout and family."""
+        key = (precision, layout, family)
+        if key not in self._fits:
+            fits = self._fits.get(precision)
+            if fits is None:
+                fits = self._fits[precision] = fit_all(self.timings.of_precision(precision), self.spec)
+            self._fits[key] = candidates(fits, layout, self.spec, family, layout_factors(fits))
+        return self._fits[key]
+
+    def _pick(self, M, N, K, layout, lda, ldb, ldc, precision, family) -> Kernel:
+        best = choose(self.candidates(precision, layout, family), M, N, K, layout, lda, ldb, ldc)
+        if best is not None:
+            return self._load(best.config, None)
+        stored = {k: e for k, e in self.classes.get(precision, {}).items()
+                  if family is None or e.kernel_config.family == family}
+        entry = dispatch(stored, M, N, K, layout, lda, ldb, ldc)
         if entry is not None:
             return self._load(entry.kernel_config, entry.to_dict())
-        what = f"{precision} kernel for {M}x{N}x{K}/{layout} on {self.spec.name}"
+        what = f"{precision} {family + ' ' if family else ''}kernel for {M}x{N}x{K}/{layout} on {self.spec.name}"
         if self.strict:
             raise NoTunedKernels(f"no tuned {what} (strict=True); run `gemmgen search` or pass strict=False")
-        config, kind = self._fallback(precision, layout, (M, N, K, lda, ldb, ldc))
+        config, kind = self._fallback(precision, layout, family, (M, N, K, lda, ldb, ldc))
         if precision not in self._warned:
             warnings.warn(f"gemmgen: no tuned {what}; using the {kind} preset {config.label} "
                           "(run `gemmgen search` to tune)", stacklevel=4)
             self._warned.add(precision)
         return self._load(config, None)
 
-    def _fallback(self, precision: str, layout: str, request: tuple) -> tuple[KernelConfig, str]:
-        """The class's preset as every entry point resolves it (v13: this GPU's stored winner) where
-        that is valid here and accepts the request, else the built-in one, which accepts any shape."""
+    def _fallback(self, precision: str, layout: str, family: str | None, request: tuple) -> tuple[KernelConfig, str]:
+        """The class's (or family's) preset as every entry point resolves it (v13: this GPU's stored
+        winner) where that is valid here and accepts the request, else the built-in one, which accepts
+        any shape."""
+        if family is not None:
+            return family_fallback(family, precision, self.spec, layout), "built-in"
         builtin = fallback_config(precision, self.spec, layout)
         resolved = fallback_config(precision, self.spec, layout, self.stored)
         if resolved != builtin and resolved.accepts(*request) is None and not explain(resolved, self.spec):
@@ -122,8 +149,8 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
     spec = detect(dev)
     if gpu != "auto" and resolve_alias(gpu) != spec.key:
         raise ValueError(f"gpu={gpu!r} does not match this device, {spec.name!r}; use gpu='auto'")
-    entries = load_device(fingerprint(dev), results).entries
-    return KernelLibrary(spec, entries, dev, strict)
+    found = load_device(fingerprint(dev), results)
+    return KernelLibrary(spec, found.entries, dev, strict, found.timings)
 
 
 def library_for(device_id: int, strict: bool) -> KernelLibrary:

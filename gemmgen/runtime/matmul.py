@@ -19,18 +19,20 @@ from typing import Any, Optional
 from ..measure.launch import Operands
 from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
 from .library import library_for
-from .precision import DTYPE_NAMES, resolve_precision
+from .precision import DTYPE_NAMES, check_family, resolve_precision
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
-           beta: float = 0.0, stream: Any = None, strict: bool = False) -> Any:
+           beta: float = 0.0, stream: Any = None, strict: bool = False, family: Optional[str] = None) -> Any:
     """C = alpha * A @ B + beta * C for CUDA matrices, with the kernel tuned for this GPU.
 
     A and B are both float32, both float16 or both bfloat16; C is float32. ``precision`` picks the
     accuracy class: for float32 inputs "fp32" (default: the fastest fp32-accurate kernel, SIMT or
     3xTF32 tensor cores) or "tf32" (TF32 tensor cores, ~1e-3 relative error); float16/bfloat16
     inputs take "f16"/"bf16" (default: their own), exact products with fp32 accumulation. A
-    precision that is not one of these, or does not fit the inputs, raises ValueError.
+    precision that is not one of these, or does not fit the inputs, raises ValueError. ``family``
+    restricts the choice to one template family of the class: "simt" or "tf32x3" for fp32 (e.g. simt
+    on GPUs whose tensor cores are no faster than their FP32 units), "tf32", "wmma"; None: any.
 
     A and B may be C-contiguous, Fortran-contiguous or transposed views (mapped to the NN/NT/TN/TT
     kernels without copies); ``out`` must have contiguous rows. Inputs may be CuPy arrays or anything
@@ -49,6 +51,7 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
         raise ValueError(f"A is {DTYPE_NAMES[ta]} and B is {DTYPE_NAMES[tb]}; A and B must have one dtype "
                          "(convert one, e.g. B.astype(A.dtype))")
     cls = resolve_precision(precision, ta)
+    check_family(family, cls)
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
@@ -65,7 +68,7 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
     # the common case needs no device switch, which would cost a few microseconds per call
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
-        library_for(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls)(ops, stream)
+        library_for(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls, family)(ops, stream)
     return out if out is not None else c
 
 
