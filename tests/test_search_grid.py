@@ -234,3 +234,19 @@ def test_dry_run_plans_without_a_gpu_and_sees_what_is_done(fake_cli, capsys, mon
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "8 tasks, 8 finished" in out and "tune simt" not in out and " 0 pairs in 0 batches (" in out
+
+
+def test_the_recorded_timings_feed_the_dispatch_model(fake_cli, capsys):
+    from gemmgen.runtime.dispatch import candidates, choose, fit_all
+
+    grid_search(capsys, fake_cli)
+    saved = store.load_file(fake_cli / "results" / FILE)
+    fits = fit_all(saved.timings.of_precision("fp32"), known("h100"))
+    assert fits and all(f.config.precision == "fp32" for f in fits)
+    for shape in SHAPES:   # on a grid shape, the fastest kernel timed there
+        s = Shape.parse(shape)
+        timed = {n: k.ms[shape] for n, k in saved.timings.kernels.items()
+                 if shape in k.ms and k.config.precision == "fp32"}
+        picked = choose(candidates(fits, s.layout, known("h100")), s.M, s.N, s.K, s.layout)
+        assert picked.config.name == min(timed, key=timed.get)
+    assert choose(candidates(fits, "TN", known("h100")), 3000, 700, 5000, "TN") is not None   # never tuned
