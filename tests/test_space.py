@@ -196,9 +196,10 @@ def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
     ref = KernelConfig()
     for c in _draws(space, 300, seed=1):
         assert c.family == family and c.async_copy and c.vec == 4 and 2 <= c.stages <= 5
-        assert all(getattr(c, k) == getattr(ref, k) for k in (*UNUSED, "dtype", "mma")), c.name
-        assert c.BM == c.WM * (c.BM // c.WM) and c.BK in (16, 32)
+        assert all(getattr(c, k) == getattr(ref, k) for k in (*UNUSED, "dtype")), c.name
+        assert c.BM == c.WM * (c.BM // c.WM) and c.BK in ((32, 64) if c.mma == "wgmma" else (16, 32))
         assert not (c.pad_a and c.swz_a > 1) and not (c.pad_b and c.swz_b > 1)
+        assert c.mma == "sync" or arch == "sm_90"
 
 
 @pytest.mark.parametrize("family", TC)
@@ -234,7 +235,8 @@ def test_tensor_core_presets_are_reachable(family, arch):
         params = space.params_of(cfg)
         assert params is not None, (layout, arch)
         assert space.sample(optuna.trial.FixedTrial(params), layout) == cfg
-    assert [p.label for p in all_presets(arch) if space.params_of(p)] == [family]
+    wgmma = [f"{family}-wgmma"] if arch == "sm_90" else []
+    assert [p.label for p in all_presets(arch) if space.params_of(p)] == [family, *wgmma]
 
 
 @pytest.mark.parametrize("family", TC)
@@ -248,12 +250,15 @@ def test_tf32_and_tf32x3_spaces_stay_in_step():
     a, b = (json.loads(space_file(f).read_text()) for f in TC)
     assert list(a["params"]) == list(b["params"])
     differ = {k for k in a["params"] if a["params"][k] != b["params"][k]}
-    assert differ == {"WN", "BK"}   # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32
+    # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32, no 256-row wgmma tiles, and
+    # its small parts of A take shared memory beside the ring (wg_BK's fit)
+    assert differ == {"WN", "BK", "wg_BM", "wg_BK"}
+    assert a["arch"] == b["arch"]
 
 
 def test_tf32x3_draws_no_spilling_64x64_warp_tiles():
     for arch in ("sm_80", "sm_90"):
-        assert not [c for c in _draws(load_space("tf32x3", arch), 400) if c.WM * c.WN > 2048]
+        assert not [c for c in _draws(load_space("tf32x3", arch), 400) if c.mma == "sync" and c.WM * c.WN > 2048]
         assert [c for c in _draws(load_space("tf32", arch), 400) if c.WM * c.WN == 4096]
 
 
@@ -263,11 +268,12 @@ def test_bk_and_min_blocks_follow_shared_memory():
     for arch, draws in big.items():
         limit = for_arch(arch).smem_per_block_optin
         for c in draws:
-            if c.BK == 32:
+            if c.BK == 32 and c.mma == "sync":
                 assert c.stages * (c.BM * (32 + c.pad_a) + c.BN * (32 + c.pad_b)) * 4 <= limit
             if c.min_blocks == 2:
                 assert 2 * c.smem_bytes <= for_arch(arch).smem_per_sm
-    deep = {arch: sum(c.BK == 32 and c.stages >= 4 and c.BM * c.BN >= 128 * 128 for c in d) for arch, d in big.items()}
+    deep = {arch: sum(c.mma == "sync" and c.BK == 32 and c.stages >= 4 and c.BM * c.BN >= 128 * 128 for c in d)
+            for arch, d in big.items()}
     assert deep["sm_90"] > 0 and deep["sm_86"] == 0
 
 
@@ -285,3 +291,60 @@ def test_later_expressions_see_the_default_of_an_undrawn_parameter(tmp_path):
     f = _space_with(tmp_path, {"stages": {"value": 1}, "pad_a": {"when": "stages > 1", "value": 4},
                                "BK": {"derive": "16 + pad_a"}})
     assert load_space(path=f).sample(_RandomTrial(None)).BK == 16
+
+
+# ---- Hopper's wgmma variant in the tensor-core spaces ---------------------------------------------
+@pytest.mark.parametrize("family", TC)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_wgmma_draws_on_sm_90_are_mostly_valid(family, layout):
+    """On sm_90 about half the draws are wgmma kernels, and nine in ten of those pass the rules
+    (measured: 100% for 3xTF32; TF32's 256-row tiles with 4 stages overflow shared memory in TN/TT)."""
+    draws = [c for c in _draws(load_space(family, "sm_90"), 1200, seed=5, layout=layout) if c.mma == "wgmma"]
+    assert 0.35 < len(draws) / 1200 < 0.65
+    violations = [explain(c, "sm_90") for c in draws]
+    assert sum(not v for v in violations) / len(draws) >= 0.9
+    assert {v.rule for vs in violations for v in vs} <= {"SHARED_MEMORY"}
+    valid = [c for c, v in zip(draws, violations) if not v]
+    assert {c.BM for c in valid} == ({64, 128} if family == "tf32x3" else {64, 128, 256})
+    assert {c.BN for c in valid} == {64, 128} and {c.BK for c in valid} == {32, 64}
+    assert {c.stages for c in valid} == {2, 3, 4} and {c.pad_b for c in valid} == {4, 8}
+    assert {c.split_k for c in valid} == {1, 2, 3, 4, 6, 8, 12, 16}
+    for c in valid:
+        assert (c.WM, c.WN, c.swz_a, c.pad_a, c.swz_b, c.min_blocks, c.vec) == (c.BM, 64, 8, 0, 1, 1, 4)
+        assert c.smem_bytes <= for_arch("sm_90").smem_per_block_optin
+
+
+@pytest.mark.parametrize("family", TC)
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89"])
+def test_no_wgmma_draws_before_hopper(family, arch):
+    space = load_space(family, arch)
+    assert {c.mma for c in _draws(space, 500, seed=6)} == {"sync"}
+    assert "mma" not in space.grid() and load_space(family, "sm_90").grid()["mma"] == ["sync", "wgmma"]
+
+
+def test_sync_stays_reachable_on_sm_90():
+    """mma.sync remains half of the Hopper space (it is the kernel of sm_80/86/89), valid as before."""
+    draws = [c for c in _draws(load_space("tf32x3", "sm_90"), 1500, seed=7) if c.mma == "sync"]
+    assert len(draws) > 500
+    assert sum(not explain(c, "sm_90") for c in draws) / len(draws) >= 0.85
+
+
+@pytest.mark.parametrize("family", TC)
+def test_wgmma_configs_round_trip_through_params(family):
+    """Winners of a wgmma search (and their split-K variants) are enqueued as ordinary trials elsewhere."""
+    space = load_space(family, "sm_90")
+    for layout in ("NN", "TT"):
+        configs = [c for c in sample_valid(80, "sm_90", seed=8, layout=layout, family=family) if c.mma == "wgmma"]
+        assert len(configs) > 20
+        for c in configs:
+            params = space.params_of(c)
+            assert params is not None and space.sample(optuna.trial.FixedTrial(params), layout) == c
+            assert space.params_of(c.replace(split_k=12, reduce="workspace")) is not None
+
+
+def test_split_k_reaches_skinny_shapes():
+    """16x4096x16384 has 32 tiles of 128x128 (simt 256x128: 16): filling 132 SMs takes 4..8 slices for
+    tensor cores, up to 32 for simt's big tiles."""
+    assert load_space("simt", "sm_90").grid()["split_k"] == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
+    for family in TC:
+        assert load_space(family, "sm_80").grid()["split_k"] == [1, 2, 3, 4, 6, 8, 12, 16]

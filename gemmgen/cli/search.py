@@ -10,6 +10,10 @@ a comma-separated list, or all. Families are searched in turn, each in its own s
 (<gpu>-<family>-<shape>; simt keeps <gpu>-<shape>) with the full --trials budget. Winners are
 stored per accuracy class: simt and tf32x3 are both fp32-accurate and compete for the shape's one
 fp32 entry (the faster stays); tf32 winners are stored beside it, under <shape>/<layout>/tf32.
+
+--grid tunes every shape of a grid (search/grid-NAME.json) on one worker per GPU of --devices, each
+shape and family in its own study warm-started from its neighbours' winners, with --trials per
+shape; then it times every winner on every grid shape for dispatch (see the grid options).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import json
 import sys
 import time
 
+from . import search_grid
 from .command import Command
 
 EPILOG = """examples:
@@ -27,6 +32,10 @@ EPILOG = """examples:
   gemmgen search --shape 1000x1000x1000 --shape 8192x8192x8192/NT --trials 100
   gemmgen search --devices 0,1 --trials 400              one worker per GPU, one shared study
   gemmgen search --storage postgresql://user@db/gemmgen  several hosts, same command on each
+  gemmgen search --grid auto --family all --trials 24    tune this GPU's shipped grid (hopper: 89 shapes)
+  gemmgen search --grid hopper --family all --devices 0,1,2,3 --timeout 1800   4 GPUs, then timings
+  gemmgen search --grid hopper --family all --timings-only --winners-from h200.json   re-time an H200's
+                                                         winners on this H100 (a copy of its results file)
   gemmgen report --study h100-4096x4096x4096-NN --out report/"""
 
 
@@ -35,8 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     a("--gpu", help="the GPU you mean to tune (rtx3090, a100, h100, ...); must match the detected one")
     a("--family", metavar="NAME[,NAME]", help="template family: simt (default), tf32, tf32x3, a comma-separated "
       "list, or all; each is searched in turn in its own study with the full --trials budget")
-    a("--trials", type=int, default=200, help="measured trials per study, resumes included (default 200)")
-    a("--timeout", type=float, help="stop each worker after this many seconds")
+    a("--trials", type=int, help="measured trials per study, resumes included (default 200; with --grid, "
+      "per shape and family, enqueued warm starts included: default 24)")
+    a("--timeout", type=float, help="stop each worker after this many seconds (--grid: the whole tuning stage)")
     a("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]", help="shape to tune (repeatable)")
     a("--shapes", metavar="FILE", help='JSON file {"shapes": ["MxNxK/NN", ...]} (default: search/shapes.json)')
     a("--space", metavar="FILE", help="search space JSON (default: the shipped one of the family for the GPU's "
@@ -46,14 +56,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     a("--storage", help="Optuna RDB URL (default sqlite:///<results>/studies.db)")
     a("--study", help="study name (default <gpu>-<shape>, <gpu>-<family>-<shape> for families other than simt)")
     a("--devices", default="0", help="GPU indices, comma-separated: one search process per GPU (default 0)")
-    a("--jobs", type=int, default=2, help="compile workers preparing upcoming candidates (default 2)")
+    a("--jobs", type=int, help="compile workers preparing upcoming candidates (default 2; with --grid, "
+      "the CPU cores per GPU, at most 8)")
     a("--results", metavar="DIR", help="results folder (default: the user folder; $GEMMGEN_RESULTS)")
     a("--json", action="store_true", help="print the winners as JSON")
+    search_grid.add_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     families = parse_families(args.family, args.space)   # before anything touches the GPU
     devices = _devices(args.devices)
+    if search_grid.check(args):
+        return search_grid.run_grid(args, families, devices)
+    args.trials = 200 if args.trials is None else args.trials
+    args.jobs = 2 if args.jobs is None else args.jobs
 
     from ..base.devices import detect, fingerprint
     from ..base.shape import Shape

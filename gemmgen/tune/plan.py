@@ -55,6 +55,9 @@ class SearchPlan:
     presets: bool = True
     finalists: int = 5
     max_skips: int = 500          # invalid or repeated draws in a row before the search counts as stuck
+    patience: int = 0             # stop after this many sampled trials without a 1% gain (0: never); stopping.py
+    stretch_below: float = 0.0    # budget x stretch while the best is below this ratio to cuBLAS (0: never)
+    stretch: float = 2.0
 
 
 def make_plan(shape: Shape, device: DeviceSpec | str, *, trials: int = 100, storage: str | None = None,

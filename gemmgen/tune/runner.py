@@ -31,6 +31,7 @@ from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from .plan import Measure, MeasureFor, Observer, Prepare, SearchPlan
 from .samplers import AskTellGrid, make_sampler, worker_seed
+from .stopping import stop_reason
 from .storage import open_storage
 from .studies import fail_dead_trials, open_study, worker_tag
 from .trial_stats import is_measured, progress
@@ -52,7 +53,8 @@ class TrialRunner:
         self.storage = open_storage(plan.storage, plan.heartbeat)
         self.study = open_study(self.storage, plan.study, device=plan.device.name, shape=plan.shape.key,
                                 family=plan.space.family)
-        seed = worker_seed(plan.seed, index, len(self.study.get_trials(deepcopy=False)))
+        self.since = len(self.study.get_trials(deepcopy=False))   # a plateau counts only this run's draws
+        seed = worker_seed(plan.seed, index, self.since)
         self.study.sampler = make_sampler(plan.sampler, seed, plan.space)
         self.pending: collections.deque = collections.deque()   # (trial, config, prepare future)
         self.running: tuple | None = None                       # (trial, config, measure future)
@@ -60,7 +62,7 @@ class TrialRunner:
 
     # ---- main loop ----------------------------------------------------------------------
     def run(self) -> str:
-        """Work until done; returns why it stopped: budget, timeout, exhausted or stuck."""
+        """Work until done; returns why it stopped: budget, plateau, timeout, exhausted or stuck."""
         self.started = self.swept = time.monotonic()
         fail_dead_trials(self.study)
         # one GPU thread builds the measure function and makes every call: CUDA's current device is
@@ -83,6 +85,8 @@ class TrialRunner:
                     return reason or "budget"
                 continue
             self._finish(beat)
+            if self.plan.patience and self._stop_reason(self.study.get_trials(deepcopy=False)) == "plateau":
+                self._drop(beat)
 
     def _start(self) -> None:
         """Hand the oldest waiting candidate to the GPU thread when it is idle."""
@@ -128,9 +132,9 @@ class TrialRunner:
             fail_dead_trials(self.study)
         if plan.timeout is not None and time.monotonic() - self.started > plan.timeout:
             return "timeout"
-        in_flight = len(self.pending) + (self.running is not None)
-        if sum(map(is_measured, trials)) + in_flight >= plan.trials:
-            return "budget"
+        reason = stop_reason(plan, trials, len(self.pending) + (self.running is not None), self.since)
+        if reason:   # budget (stretched while short of cuBLAS, if the plan says so) or plateau
+            return reason
         if isinstance(self.study.sampler, AskTellGrid) and self.study.sampler.is_exhausted(self.study):
             return "exhausted"
         if self.skips >= plan.max_skips:   # the sampler only proposes rejected or known configs
@@ -187,6 +191,15 @@ class TrialRunner:
                   **_result_attrs(outcome))
         if self.observer:
             self.observer(progress(self.study, self.plan.trials))
+
+    def _drop(self, beat: "_Heartbeat") -> None:
+        """A plateau: the candidates prepared but not yet measured are told, never measured."""
+        while self.pending:
+            trial, _, future = self.pending.popleft()
+            if future is not None:
+                future.cancel()
+            beat.discard(trial._trial_id)
+            _tell(self.study, trial, TrialState.PRUNED, kind="dropped", reason="the search stopped on a plateau")
 
     def _abandon(self) -> None:
         flying = [*self.pending, *([self.running] if self.running else [])]

@@ -1,0 +1,121 @@
+"""Stage 2 of ``gemmgen search --grid``: time the kernels worth dispatching on every grid shape, and store
+the times (``Timings``) and each shape's fastest kernel (as its entry) in this GPU's results file.
+
+The kernels are every distinct winner of the grid's studies and the presets their families' spaces
+hold, or, with ``--winners-from FILE``, the kernels another GPU's results file times or stores. Each
+batch (one shape's kernels, see :mod:`gemmgen.tune.grid_timings`) is recorded as it comes back, so
+a stopped stage keeps what it timed, and a rerun skips the pairs the file already has.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+from . import grid_output as out
+
+REP_MS = 20.0
+
+
+def results_path(args: argparse.Namespace, fp: dict) -> Path:
+    """This GPU's results file (it may not exist yet)."""
+    from ..records.store import slug, writable_dir
+
+    return writable_dir(args.results) / f"{slug(fp['name'])}.json"
+
+
+def current(args: argparse.Namespace, fp: dict) -> Any:
+    """This GPU's results as stored now (empty where there is no file yet)."""
+    from ..records.store import DeviceResults, load_file
+
+    path = results_path(args, fp)
+    return load_file(path) if path.exists() else DeviceResults(dict(fp), {}, path)
+
+
+def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
+    """The configs to time: the studies' winners and their families' presets, or another GPU's kernels."""
+    from ..kernel.config import KernelConfig
+    from ..tune.warm import space_presets
+    from ..tune.space import load_space
+
+    if foreign is not None:
+        configs = [k.config for k in foreign.timings.kernels.values()]
+        configs += [e.kernel_config for e in foreign.entries.values()]
+    else:
+        configs = [KernelConfig.from_dict(s["config"]) for s in job.winners().values()]
+        for family in job.families:
+            space = load_space(family, job.device.arch, job.space, device=job.device)
+            configs += space_presets(space, job.device.arch)
+    return [c for c in configs if c.family in job.families]
+
+
+def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> None:
+    """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come."""
+    from ..tune import gpu
+    from ..tune.ahead import AHEAD, CompileAhead, cores
+    from ..tune.grid_timings import TimeShape, timing_batches
+    from ..tune.pool import run_on_devices
+
+    have = current(args, ctx["fp"])
+    timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
+    configs = kernels(args, job, foreign)
+    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed)
+    rep = args.rep_ms or REP_MS
+    source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
+    out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
+            f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
+            f"batches, --rep-ms {rep:g}")
+    deadline = time.time() + args.timings_timeout if args.timings_timeout else None
+    prepare = gpu.NvrtcPrepare(job.device.arch)
+    work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), prepare, job.options.get("jobs", 2), deadline)
+    state = {"entries": dict(have.entries), "measured": 0, "failed": 0, "progress": out.Progress(len(batches))}
+    with CompileAhead(prepare, [c for b in batches for c in b.configs], threads=min(AHEAD, cores())):
+        run_on_devices(batches, work, ctx["devices"], mode=ctx["mode"],
+                       on_done=lambda done: _batch(args, done, state, ctx))
+    ctx["report"]["timings"] = {"kernels": len({c.name for c in configs}), "batches": len(batches),
+                                "measured": state["measured"], "failed": state["failed"],
+                                "skipped": len(timed), "file": str(results_path(args, ctx["fp"]))}
+
+
+def _batch(args: argparse.Namespace, done: Any, state: dict, ctx: dict) -> None:
+    """Record one batch's times, and its fastest kernel per accuracy class as the shape's entry."""
+    from ..base.outcome import Measurement
+    from ..records.store import record
+    from ..records.timings import Timings
+
+    shape = done.item.shape
+    if done.error:
+        ctx["failed"] += 1
+        out.say(state["progress"].line(done.device, f"timings {shape.key}: FAILED: {done.error}", done.seconds))
+        return
+    timings, best, rows = Timings.empty(), {}, []
+    for config, m in done.result:
+        if isinstance(m, Measurement):
+            timings = timings.add(config, shape, m.ms, m.cublas_ms)
+            rows.append({"tflops": m.tflops, "ratio": m.ratio})
+            if m.tflops > best.get(config.precision, (None, 0.0))[1]:
+                best[config.precision] = (config, m.tflops, m)
+        else:
+            rows.append({"failure": str(m)})
+    state["measured"] += sum("tflops" in r for r in rows)
+    state["failed"] += sum("failure" in r for r in rows)
+    if rows:
+        saved = record(ctx["fp"], _entries(shape, best, state["entries"]), args.results, timings=timings)
+        state["entries"] = dict(saved.entries)
+    what = out.batch_summary(shape.key, rows) if rows else f"timings {shape.key}: not started (--timings-timeout)"
+    out.say(state["progress"].line(done.device, what, done.seconds))
+
+
+def _entries(shape: Any, best: dict, entries: dict) -> list:
+    """Entries for the fastest timed kernel of each accuracy class, unless it already holds the key."""
+    from ..records.entry import Entry
+    from ..records.keys import entry_key
+
+    new = []
+    for precision, (config, tflops, m) in best.items():
+        held = entries.get(entry_key(shape, precision))
+        if held is None or held.name != config.name:
+            new.append(Entry.new(shape.key, config, tflops, m.cublas_tflops, 0))   # 0 trials: timed, not searched
+    return new

@@ -1,0 +1,129 @@
+"""What a grid search tunes: one task per (family, shape), each in its own study, and what those
+studies say (finished or not, their winners).
+
+A finished task records user attr ``grid`` in its study: the budget it finished (``done``), why it
+stopped, and its winner. A rerun skips a task whose ``done`` reaches ``--trials`` and continues the
+others (a larger ``--trials`` continues every one); a winner is recorded even when the search was cut
+short, so warm starts and timings can use it.
+
+>>> import tempfile
+>>> from gemmgen.base.devices import known
+>>> from gemmgen.tune.grid import Grid
+>>> grid = Grid("demo", (Shape(512, 512, 512), Shape(64, 64, 64)))
+>>> job = GridJob(grid, ("simt", "tf32x3"), known("h100"), f"sqlite:///{tempfile.mkdtemp()}/s.db", trials=20)
+>>> [(t.family, t.shape.key) for t in job.tasks()][:3]
+[('simt', '64x64x64/NN'), ('tf32x3', '64x64x64/NN'), ('simt', '512x512x512/NN')]
+>>> job.plan_for(job.tasks()[1]).study, len(job.pending())
+('h100-tf32x3-64x64x64-NN', 4)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import optuna
+
+from ..base.devices import DeviceSpec
+from ..base.shape import Shape
+from ..kernel.config import KernelConfig
+from .grid import Grid, nearest, order_shapes
+from .plan import SearchPlan, make_plan
+from .storage import open_storage
+from .studies import study_name
+
+ATTR = "grid"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One family on one shape of the grid: one study, tuned on one GPU."""
+
+    family: str
+    shape: Shape
+
+    def __str__(self) -> str:
+        return f"{self.family} {self.shape.key}"
+
+
+@dataclass(frozen=True)
+class GridJob:
+    """A grid search: the grid, its families, the GPU kind, the studies' storage and the budgets
+    (picklable: sent to one worker process per GPU)."""
+
+    grid: Grid
+    families: tuple[str, ...]
+    device: DeviceSpec
+    storage: str
+    trials: int = 24              # measured trials per task (enqueued ones included), before stretching
+    patience: int = 8             # stopping.plateaued; 0 never stops early
+    stretch_below: float = 1.2    # budget x 2 while the best is below this ratio to cuBLAS; 0 never
+    neighbours: int = 4           # finished neighbour studies whose winners warm-start a task
+    space: str | None = None      # --space FILE (one family) instead of the shipped space
+    study: str | None = None      # --study base name
+    deadline: float | None = None   # time.time() after which no task starts and running ones stop
+    options: Mapping[str, Any] = field(default_factory=dict)   # sampler, seed, jobs, lookahead, finalists
+
+    def tasks(self) -> list[Task]:
+        """Every task in the order the queue hands them out: shapes as grid.order_shapes, each shape's
+        families in the order given."""
+        return [Task(f, s) for s in order_shapes(self.grid.shapes) for f in self.families]
+
+    def plan_for(self, task: Task, timeout: float | None = None) -> SearchPlan:
+        """The task's search plan (study ``<gpu>-<family>-<shape>``, simt ``<gpu>-<shape>``); its presets
+        are enqueued with the warm starts (:func:`.warm.enqueue_warm`), not by the driver."""
+        return make_plan(task.shape, self.device, trials=self.trials, storage=self.storage, study=self.study,
+                         several_shapes=True, space=self.space, family=task.family,
+                         several_families=len(self.families) > 1, timeout=timeout, patience=self.patience,
+                         stretch_below=self.stretch_below, presets=False, **dict(self.options))
+
+    def study_of(self, task: Task) -> str:
+        return study_name(self.device.key, task.shape, self.study, True, task.family, len(self.families) > 1)
+
+    def states(self) -> dict[str, dict]:
+        """The ``grid`` attr of every study in the storage that has one, by study name (one query; none,
+        and no database made, where an SQLite file does not exist yet)."""
+        path = self.storage[len("sqlite:///"):] if self.storage.startswith("sqlite:///") else ""
+        if path and path != ":memory:" and not Path(path).exists():
+            return {}
+        storage = open_storage(self.storage)
+        return {s.study_name: dict(s.user_attrs[ATTR]) for s in storage.get_all_studies() if ATTR in s.user_attrs}
+
+    def done(self, task: Task, states: Mapping[str, dict] | None = None) -> bool:
+        """Finished with at least this job's budget (a resumed grid skips it)."""
+        state = (self.states() if states is None else states).get(self.study_of(task), {})
+        return state.get("done", 0) >= self.trials
+
+    def pending(self) -> list[Task]:
+        states = self.states()
+        return [t for t in self.tasks() if not self.done(t, states)]
+
+    def winners(self, states: Mapping[str, dict] | None = None) -> dict[Task, dict]:
+        """The recorded winner (``grid`` attr) of every task that has one, in task order."""
+        states = self.states() if states is None else states
+        out = {}
+        for task in self.tasks():
+            state = states.get(self.study_of(task), {})
+            if "config" in state:
+                out[task] = state
+        return out
+
+    def neighbours_of(self, task: Task, states: Mapping[str, dict] | None = None
+                      ) -> list[tuple[Shape, KernelConfig]]:
+        """(shape, winner) of the ``neighbours`` nearest finished tasks of the same family, nearest first."""
+        finished = {t.shape: KernelConfig.from_dict(s["config"]) for t, s in self.winners(states).items()
+                    if t.family == task.family and s.get("done")}
+        return [(s, finished[s]) for s in nearest(task.shape, list(finished), self.neighbours)]
+
+
+def record_state(plan: SearchPlan, result: Any, finished: bool) -> dict:
+    """Write a search result into its study's ``grid`` attr (``done``: the budget it finished, when it did)."""
+    m = result.measurement
+    state = {"config": result.config.to_dict(), "name": result.config.name, "tflops": m.tflops,
+             "cublas_tflops": m.cublas_tflops, "ratio": m.ratio, "measured": result.counts.measured,
+             "stopped": result.stopped}
+    study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
+    old = study.user_attrs.get(ATTR, {})
+    state["done"] = max(plan.trials, old.get("done", 0)) if finished else old.get("done", 0)
+    study.set_user_attr(ATTR, state)
+    return state

@@ -1,0 +1,252 @@
+"""`gemmgen search --grid` on a fake H100 (no GPU): the stages as a user runs them, what they store in
+the results file, resuming, several fake GPUs, re-timing another GPU's winners, and one-line errors."""
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from gemmgen.base import Measurement, Shape
+from gemmgen.base.devices import known
+from gemmgen.cli import main, search_grid
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.presets import preset
+from gemmgen.records import store
+from gemmgen.records.entry import Entry
+from gemmgen.records.timings import Timings
+from gemmgen.tune.grid import load_grid
+from gemmgen.tune.grid_timings import timing_batches
+from gemmgen.tune.space import load_space
+from gemmgen.tune.warm import space_presets
+
+from test_search import speed
+from test_search_families import FAMILY_SPEED, H100
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+SHAPES = ["256x256x256/NN", "16x4096x4096/NN", "1000x1000x1000/NN", "512x512x512/NT"]
+FILE = "nvidia-h100-80gb-hbm3.json"
+
+
+def fake_measure(config, shape):
+    """A fake H100: the landscape of test_search per family, cuBLAS at a fixed rate per shape."""
+    ms = 100.0 / (speed(config) * FAMILY_SPEED[config.family]) * shape.flops / 2**30
+    return Measurement(config.name, shape, ms=ms, iqr_ms=0.01, cublas_ms=shape.flops / 2**30, rel_error=1e-6)
+
+
+def fake_gpu(device):
+    return fake_measure
+
+
+class FakeRetime:
+    """GpuRetime(device, rep_ms): the finalists and the timings batches, timed by the fake H100."""
+
+    seen: list = []
+
+    def __init__(self, device_id=0, rep_ms=300.0):
+        self.device_id, self.rep_ms = device_id, rep_ms
+
+    def __call__(self, configs, shape):
+        FakeRetime.seen.append((self.device_id, self.rep_ms, shape.key, [c.name for c in configs]))
+        return [fake_measure(c, shape) for c in configs]
+
+
+class FakePrepare:
+    """NvrtcPrepare(arch): records what was compiled (ahead, or by a worker)."""
+
+    built: list = []
+
+    def __init__(self, arch):
+        self.arch = arch
+
+    def __call__(self, config):
+        FakePrepare.built.append(config.name)
+
+
+@pytest.fixture
+def fake_cli(monkeypatch, tmp_path):
+    from gemmgen.base import devices
+    from gemmgen.tune import gpu
+
+    monkeypatch.setattr(devices, "detect", lambda device_id=0: known("h100"))
+    monkeypatch.setattr(devices, "fingerprint", lambda device_id=0: dict(H100))
+    monkeypatch.setattr(gpu, "GpuMeasure", lambda rep_ms=100.0: fake_gpu)
+    monkeypatch.setattr(gpu, "NvrtcPrepare", FakePrepare)
+    monkeypatch.setattr(FakePrepare, "built", [])
+    monkeypatch.setattr(gpu, "GpuRetime", FakeRetime)
+    monkeypatch.setattr(store, "shipped_dir", lambda: None)
+    monkeypatch.setattr(search_grid, "POOL", "thread")   # several fake GPUs: threads, not processes
+    monkeypatch.setattr(FakeRetime, "seen", [])
+    grid = tmp_path / "grid-mini.json"
+    grid.write_text(json.dumps({"gpus": ["h100"], "shapes": SHAPES}))
+    return tmp_path
+
+
+def grid_search(capsys, tmp, *args, code=0):
+    argv = ["search", "--grid", str(tmp / "grid-mini.json"), "--family", "simt,tf32x3", "--trials", "8",
+            "--patience", "3", "--sampler", "random", "--results", str(tmp / "results"), "--json", *args]
+    got = main(argv)
+    out, err = capsys.readouterr()
+    assert got == code, err
+    return json.loads(out) if out.strip() else None, err
+
+
+def test_grid_tunes_every_shape_and_times_the_winners(fake_cli, capsys):
+    report, err = grid_search(capsys, fake_cli)
+    tasks = {(t["family"], t["shape"]): t for t in report["tasks"]}
+    assert set(tasks) == {(f, s) for f in ("simt", "tf32x3") for s in SHAPES}
+    assert all(t["status"] == "tuned" and t["measured"] >= 1 for t in tasks.values())
+    assert "grid mini: 4 shapes x 2 families (simt, tf32x3)" in err and "8 of 8 to tune" in err
+    lines = [line for line in err.splitlines() if line.startswith("[")]
+    assert len(lines) == 8 + report["timings"]["batches"]
+    assert "tf32x3 256x256x256/NN: " in err and "x cuBLAS" in err and "ETA" in err
+    assert tasks[("simt", "256x256x256/NN")]["study"] == "h100-256x256x256-NN"
+    assert tasks[("tf32x3", "512x512x512/NT")]["study"] == "h100-tf32x3-512x512x512-NT"
+    saved = store.load_file(fake_cli / "results" / FILE)
+    assert {f"{s}" for s in SHAPES} <= set(saved.entries)   # the fp32 entry of every shape
+    assert all(saved.entries[s].kernel_config.family == "tf32x3" for s in SHAPES)   # the faster family
+    # the timings: every distinct winner and the presets the spaces hold, on every shape they run
+    winners = {KernelConfig.from_dict(t["config"]) for t in _states(fake_cli).values()}
+    presets = [p for f in ("simt", "tf32x3") for p in space_presets(load_space(f, "sm_90"), "sm_90")]
+    batches = timing_batches([*winners, *presets], [Shape.parse(s) for s in SHAPES], known("h100"))
+    wanted = {(c.name, b.shape.key) for b in batches for c in b.configs}
+    timed = {(n, k) for n, kt in saved.timings.kernels.items() for k in kt.ms}
+    assert timed == wanted and report["timings"]["measured"] == len(wanted)
+    assert set(saved.timings.cublas["fp32"]) == set(SHAPES)
+    assert {rep for _, rep, _, _ in FakeRetime.seen} == {20.0}   # no re-timed finalists: the timings stage
+    assert {n for _, _, _, names in FakeRetime.seen for n in names} <= set(FakePrepare.built)   # compiled first
+    assert preset("tf32x3-wgmma").replace(layout="NT", split_k=4).name in FakePrepare.built   # ahead: a warm start
+    assert Timings.from_dict(json.loads((fake_cli / "results" / FILE).read_text())["timings"]) == saved.timings
+
+
+def _states(tmp):
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp}/results/studies.db")
+    return {s.study_name: s.user_attrs["grid"] for s in storage.get_all_studies()}
+
+
+def test_a_rerun_resumes_both_stages(fake_cli, capsys):
+    grid_search(capsys, fake_cli)
+    calls = len(FakeRetime.seen)
+    report, err = grid_search(capsys, fake_cli)
+    assert "0 of 8 to tune" in err and ": 0 to time in 0 batches" in err and len(FakeRetime.seen) == calls
+    assert {t["status"] for t in report["tasks"]} == {"finished before"}
+    report, err = grid_search(capsys, fake_cli, "--trials", "12", "--no-timings")
+    assert "8 of 8 to tune" in err and "timings" not in err
+    assert all(t["measured"] > 8 for t in report["tasks"] if t["status"] == "tuned")
+
+
+def test_several_gpus_share_the_grid(fake_cli, capsys):
+    report, err = grid_search(capsys, fake_cli, "--devices", "0,1,2", "--no-timings")
+    assert len(report["tasks"]) == 8 and "GPUs 0,1,2" in err
+    used = {int(line.split(" on GPU ")[1].split(";")[0]) for line in err.splitlines() if " on GPU " in line}
+    assert used == {0, 1, 2}
+    report, err = grid_search(capsys, fake_cli, "--devices", "0,1", "--timings-only")
+    assert {d for d, *_ in FakeRetime.seen} >= {0, 1} and report["timings"]["measured"] > 0
+
+
+def test_timings_only_retimes_another_gpus_winners(fake_cli, capsys):
+    h200 = {**H100, "name": "NVIDIA H200"}
+    theirs = preset("tf32x3-wgmma").replace(split_k=4)
+    other = fake_cli / "h200"
+    store.record(h200, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30)], other,
+                 timings=Timings.empty().add(preset("v13"), "4096x4096x4096", 9.0))
+    report, err = grid_search(capsys, fake_cli, "--timings-only", "--winners-from", str(other / "nvidia-h200.json"))
+    assert "grid mini" in err and "to tune" not in err and "the kernels of" in err
+    saved = store.load_file(fake_cli / "results" / FILE)
+    assert set(saved.timings.kernels) == {theirs.name, preset("v13").name,
+                                          theirs.replace(layout="NT").name, preset("v13").replace(layout="NT").name}
+    assert saved.timings.kernels[theirs.name].ms.keys() == {s for s in SHAPES if s.endswith("NN")}
+    assert saved.entries["16x4096x4096/NN"].trials == 0   # the fastest timed kernel, as the shape's entry
+    assert not _states(fake_cli)   # nothing tuned
+    assert report["tasks"] == [] or all(t["status"] != "tuned" for t in report["tasks"])
+
+
+def test_grid_auto_picks_the_shipped_grid_of_the_gpu(fake_cli, capsys):
+    report, err = grid_search(capsys, fake_cli, "--no-timings", "--timeout", "0.001")
+    assert "grid mini" in err   # a file given: its shapes
+    argv = ["search", "--grid", "auto", "--family", "tf32x3", "--results", str(fake_cli / "r2"), "--no-timings",
+            "--timeout", "0.001", "--json"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "grid hopper: 92 shapes x 1 families (tf32x3)" in err and "92 of 92 to tune" in err
+    assert "not started (the grid's --timeout had passed)" in err
+    assert len(json.loads(out)["tasks"]) == 92
+
+
+def test_help_shows_the_grid(capsys):
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    text = capsys.readouterr().out
+    for words in ("--grid NAME|FILE|auto", "--patience", "--extend-below", "--rep-ms", "--timings-only",
+                  "--winners-from", "--no-timings", "per shape and family",
+                  "--grid hopper --family all --devices 0,1,2,3"):
+        assert words in text, words
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--grid", "hopper", "--shape", "64x64x64"], "--grid and --shape/--shapes are exclusive"),
+    (["--patience", "3"], "--patience applies to grid searches: give --grid NAME|FILE|auto"),
+    (["--timings-only"], "--timings-only applies to grid searches"),
+    (["--grid", "nosuch"], "--grid 'nosuch': no such grid or file; shipped grids: hopper, hopper-simt, or auto"),
+    (["--grid", "hopper", "--winners-from", "x.json"], "give it with --timings-only"),
+    (["--grid", "hopper", "--timings-only", "--no-timings"], "--no-timings and --timings-only are exclusive"),
+    (["--grid", "hopper", "--rep-ms", "0"], "--rep-ms 0.0: must be above 0"),
+    (["--grid", "hopper", "--trials", "0"], "--trials 0: must be at least 1"),
+    (["--grid", "hopper", "--patience", "-1"], "--patience -1: must be at least 0"),
+    (["--grid", "hopper", "--timings-only", "--winners-from", "/nonexistent.json"], "nonexistent.json"),
+    (["--grid", "hopper", "--family", "fp64"], "unknown family fp64"),
+])
+def test_bad_grid_options_are_one_line_errors(capsys, args, words):
+    assert main(["search", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "Traceback" not in err
+
+
+def test_grid_auto_on_a_gpu_without_a_grid(fake_cli, capsys, monkeypatch):
+    from gemmgen.base import devices
+
+    monkeypatch.setattr(devices, "detect", lambda device_id=0: known("a100"))
+    assert main(["search", "--grid", "auto", "--results", str(fake_cli / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no shipped grid serves the a100; shipped: hopper (h100, h200)" in err
+
+
+def test_the_shipped_grid_loads_for_both_hopper_gpus():
+    assert load_grid("hopper").gpus == ("h100", "h200")
+
+
+def test_dry_run_plans_without_a_gpu_and_sees_what_is_done(fake_cli, capsys, monkeypatch):
+    from gemmgen.base import devices
+
+    def no_gpu(device_id=0):
+        raise AssertionError("a dry run never touches the GPU")
+
+    monkeypatch.setattr(devices, "detect", no_gpu)
+    argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--family", "simt,tf32x3", "--trials", "8",
+            "--results", str(fake_cli / "results"), "--gpu", "h100", "--dry-run"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "grid mini on NVIDIA H100 80GB HBM3 (planned, not run): 8 tasks, 0 finished" in out
+    assert "tune simt: 4 shapes" in out and "tune in all: " in out and "time now: " in out
+    assert not (fake_cli / "results").exists()   # nothing written
+    monkeypatch.setattr(devices, "detect", lambda device_id=0: known("h100"))
+    grid_search(capsys, fake_cli)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "8 tasks, 8 finished" in out and "tune simt" not in out and " 0 pairs in 0 batches (" in out
+
+
+def test_the_recorded_timings_feed_the_dispatch_model(fake_cli, capsys):
+    from gemmgen.runtime.dispatch import candidates, choose, fit_all
+
+    grid_search(capsys, fake_cli)
+    saved = store.load_file(fake_cli / "results" / FILE)
+    fits = fit_all(saved.timings.of_precision("fp32"), known("h100"))
+    assert fits and all(f.config.precision == "fp32" for f in fits)
+    for shape in SHAPES:   # on a grid shape, the fastest kernel timed there
+        s = Shape.parse(shape)
+        timed = {n: k.ms[shape] for n, k in saved.timings.kernels.items()
+                 if shape in k.ms and k.config.precision == "fp32"}
+        picked = choose(candidates(fits, s.layout, known("h100")), s.M, s.N, s.K, s.layout)
+        assert picked.config.name == min(timed, key=timed.get)
+    assert choose(candidates(fits, "TN", known("h100")), 3000, 700, 5000, "TN") is not None   # never tuned
