@@ -1,6 +1,6 @@
 """gemmgen's Python entry points: ``matmul`` and ``load``.
 
->>> import cupy, gemmgen                                     # doctest: +SKIP (needs a GPU)
+>>> import cupy, gemmgen                                     # doctest: +GPU
 >>> A = cupy.random.rand(1000, 700, dtype=cupy.float32)
 >>> B = cupy.random.rand(700, 300, dtype=cupy.float32)
 >>> C = gemmgen.matmul(A, B)                                 # C = A @ B with the tuned kernel
@@ -28,13 +28,16 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
 
     ``gpu="auto"`` uses the current CUDA device; a name ("h100") must match it.
 
-    >>> lib = gemmgen.load()                                  # doctest: +SKIP (needs a GPU)
-    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
+    >>> import gemmgen
+    >>> lib = gemmgen.load()                                  # doctest: +GPU
+    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name.startswith("gg_")    # doctest: +GPU
+    True
     """
-    import cupy
-
-    from .devices import detect, fingerprint, resolve_alias
+    from .devices import detect, fingerprint, require_gpu, resolve_alias
     from .lookup import load_device
+
+    require_gpu(device_id or 0)   # CuPy, the driver and a GPU, or one line saying what is missing
+    import cupy
 
     dev = cupy.cuda.Device().id if device_id is None else device_id
     spec = detect(dev)
@@ -69,9 +72,17 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     CuPy array is returned (``out`` itself otherwise, written in place). Nothing is copied; strides
     that no kernel can read raise ValueError. ``stream``: a CuPy stream (default: the current one).
 
-    >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +SKIP
+    >>> import cupy, gemmgen                                                 # doctest: +GPU
+    >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +GPU
+    >>> float(C[0, 0]), C.shape                                              # doctest: +GPU
+    (32.0, (64, 16))
     """
-    import cupy
+    try:
+        import cupy
+    except ImportError:
+        from .devices import require_gpu
+        require_gpu()   # raises NoGpu: what to install
+        raise
 
     (a, ta), (b, tb) = operand(A, "A"), operand(B, "B")
     check_matrix(a, "A")
@@ -126,7 +137,10 @@ def bench(configs=None, shapes=("4096x4096x4096",), layout: str = "NN", device_i
 
     Returns benchmark rows (see gemmgen.benchmark): print ``gemmgen.benchmark.table(rows)``.
 
-    >>> rows = gemmgen.bench([gemmgen.preset("v10")], ["2048x2048x2048"])   # doctest: +SKIP (needs a GPU)
+    >>> import gemmgen
+    >>> rows = gemmgen.bench([gemmgen.preset("v10")], ["2048x2048x2048"])   # doctest: +GPU
+    >>> len(rows), rows[0].measurement is not None                          # doctest: +GPU
+    (1, True)
     """
     from .benchmark import run
     from .outcome import Shape

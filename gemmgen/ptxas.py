@@ -6,14 +6,15 @@ FMA into a local-memory round trip, so a tile that spills is slower than a small
 
 >>> from gemmgen.presets import preset
 >>> from gemmgen.render import render
->>> report = compile_cubin(render(preset("v5")), "sm_90")      # doctest: +SKIP
->>> report[preset("v5").name].spills                            # doctest: +SKIP
+>>> report = compile_cubin(render(preset("v5")), "sm_90")      # doctest: +NVCC
+>>> report[preset("v5").name].spills                            # doctest: +NVCC
 0
 """
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -77,7 +78,7 @@ class PtxasReport:
 def nvcc_path() -> str:
     """The nvcc executable: $CUDA_HOME/bin (or $CUDA_PATH), then PATH, then /usr/local/cuda/bin.
 
-    >>> nvcc_path().endswith("nvcc")                            # doctest: +SKIP
+    >>> nvcc_path().endswith("nvcc")                            # doctest: +NVCC
     True
     """
     homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
@@ -152,7 +153,7 @@ def compile_cubin(source: SourceLike, arch: str = "sm_90", flags: Sequence[str] 
     Raises :class:`~gemmgen.outcome.CompileFailure` (with the log as ``detail``) when nvcc rejects
     the source, and :class:`ToolkitMissing` when there is no nvcc.
 
-    >>> compile_cubin('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }')["k"].spills  # doctest: +SKIP
+    >>> compile_cubin('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }')["k"].spills  # doctest: +NVCC
     0
     """
     code = source.code if isinstance(source, KernelSource) else source
@@ -205,7 +206,8 @@ def compile_many(jobs: Iterable[tuple[SourceLike, str]], workers: int | None = N
     A source nvcc rejects gives its CompileFailure in place of a report, so one bad kernel does not
     lose the others. Threads suffice: each job is an nvcc process, the Python side only waits.
 
-    >>> [r.spills for r in compile_many([(src, "sm_80"), (src, "sm_90")])]  # doctest: +SKIP
+    >>> src = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
+    >>> [r.spills for r in compile_many([(src, "sm_80"), (src, "sm_90")])]  # doctest: +NVCC
     [0, 0]
     """
     nvcc_path()                     # fail once, clearly, before queueing hundreds of jobs
@@ -218,7 +220,7 @@ def compile_many(jobs: Iterable[tuple[SourceLike, str]], workers: int | None = N
 def cublas_flags() -> list[str]:
     """nvcc flags that find cuBLAS: none when the toolkit has it, else the pip wheel nvidia-cublas.
 
-    >>> "-lcublas" in cublas_flags() or any(f.startswith("-l:libcublas") for f in cublas_flags())  # doctest: +SKIP
+    >>> "-lcublas" in cublas_flags() or any(f.startswith("-l:libcublas") for f in cublas_flags())  # doctest: +CUBLAS
     True
     """
     toolkit = Path(nvcc_path()).resolve().parent.parent
@@ -256,14 +258,32 @@ def arch_flags(arch: str) -> list[str]:
     return [f"-arch={arch}"]
 
 
+def build_line(arch: str, harness: bool = False, source: str = "k.cu") -> str:
+    """The nvcc command that builds an emitted source: a cubin of the kernel, or with ``harness``
+    the cuBLAS-checking program (what :func:`build_program` runs, with the toolkit's cuBLAS).
+
+    >>> build_line("sm_90a", harness=True)
+    'nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a k.cu -lcublas -o k'
+    >>> build_line("sm_86", source="v8.cu")
+    'nvcc -cubin -O3 -std=c++17 -arch=sm_86 v8.cu -o v8.cubin'
+    """
+    stem = source[:-3] if source.endswith(".cu") else f"{source}.out"
+    if harness:
+        return " ".join(["nvcc -O3 -std=c++17", *arch_flags(arch), shlex.quote(source), "-lcublas -o",
+                         shlex.quote(stem)])
+    return " ".join(["nvcc -cubin -O3 -std=c++17", *arch_flags(arch), shlex.quote(source), "-o",
+                     shlex.quote(f"{stem}.cubin")])
+
+
 def build_program(source: SourceLike, output: str | Path, arch: str = "sm_90",
                   timeout: float = 600.0) -> str:
     """Build a whole program (a --harness source) with cuBLAS: ``nvcc -O3 -arch=ARCH k.cu -lcublas -o OUT``.
 
     Returns nvcc's log; raises CompileFailure when the build fails.
 
-    >>> build_program(emit(preset("v8"), harness=True), "/tmp/k")   # doctest: +SKIP
-    ''
+    >>> from gemmgen.presets import preset
+    >>> from gemmgen.render import render
+    >>> log = build_program(render(preset("v8"), harness=True), tempfile.mkdtemp() + "/k")  # doctest: +CUBLAS
     """
     code = source.code if isinstance(source, KernelSource) else source
     with tempfile.TemporaryDirectory(prefix="gemmgen-build-") as tmp:

@@ -21,7 +21,7 @@ import jinja2
 from . import smem
 from .config import EPILOGUE_LD, HALF, KernelConfig
 from .paths import data_dir
-from .rules import DeviceLike, validate
+from .rules import DeviceLike, as_device, validate
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
 WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
@@ -79,8 +79,11 @@ def emit(config: KernelConfig, device: DeviceLike | None = None, command: str | 
 def render(config: KernelConfig, device: DeviceLike | None = None, command: str | None = None,
            harness: bool = False) -> KernelSource:
     """Validated config -> KernelSource (raises InvalidConfig listing every violated rule)."""
+    from .ptxas import build_line   # ptxas imports this module
+
     validate(config, device)
     facts = _facts(config, command or f"gemmgen emit --config <json of {config.name}>")
+    facts.build = build_line(config.target_arch(as_device(device).arch), harness)
     env = environment()
     template = WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
     code = env.get_template(template).render(c=config, g=facts)
@@ -95,8 +98,7 @@ def _facts(c: KernelConfig, command: str) -> SimpleNamespace:
         command=command,
         accepts=accepts_text(c),
         launch_lines=launch_lines(c),
-        config_lines=[json.dumps(c.to_dict(), sort_keys=True)[i:i + 96]
-                      for i in range(0, len(json.dumps(c.to_dict(), sort_keys=True)), 96)],
+        config_lines=config_lines(c),
         a_index=lambda m, k: f"(long long)({m}) * lda + ({k})" if c.layout[0] == "N" else f"(long long)({k}) * lda + ({m})",
         b_index=lambda k, n: f"(long long)({k}) * ldb + ({n})" if c.layout[1] == "N" else f"(long long)({n}) * ldb + ({k})",
     )
@@ -113,6 +115,28 @@ def _facts(c: KernelConfig, command: str) -> SimpleNamespace:
     elif c.family in HALF:
         _half_facts(c, facts)
     return facts
+
+
+def config_lines(c: KernelConfig, width: int = 96) -> list[str]:
+    """The config's JSON wrapped between its key-value pairs, never inside one: the lines, with
+    the comment marks taken off, are the JSON that ``gemmgen emit --config`` reads back.
+
+    >>> lines = config_lines(KernelConfig(label="v5 with BK=16, stages=3"))
+    >>> json.loads("\\n".join(lines)) == KernelConfig(label="v5 with BK=16, stages=3").to_dict()
+    True
+    >>> max(map(len, lines)) <= 96, lines[0][:12]
+    (True, '{"BK": 8, "B')
+    """
+    items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(c.to_dict().items())]
+    lines = ["{" + items[0]]
+    for item in items[1:]:
+        if len(lines[-1]) + len(item) + 2 > width:
+            lines[-1] += ","
+            lines.append(" " + item)   # continuation lines line up under the first key
+        else:
+            lines[-1] += f", {item}"
+    lines[-1] += "}"
+    return lines
 
 
 _VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load

@@ -5,8 +5,8 @@ Each rule is a small function returning None (satisfied) or a sentence with the 
 :class:`InvalidConfig` carrying the list.
 
 >>> from gemmgen.config import KernelConfig
->>> [v.rule for v in explain(KernelConfig(BM=96, WM=64), "h100")]
-['WARP_TILE']
+>>> [v.rule for v in explain(KernelConfig(BM=96, WM=64), "h100")]   # every rule it breaks
+['WARP_TILE', 'VECTORIZE']
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def _layout(c, d):
 @rule("POSITIVE")
 def _positive(c, d):
     bad = [f"{k} = {getattr(c, k)}" for k in ("BM", "BN", "BK", "WM", "WN", "WMITER", "WNITER", "TM", "TN",
-                                              "stages", "split_k", "raster", "min_blocks")
+                                              "vec", "stages", "split_k", "raster", "min_blocks")
            if getattr(c, k) < 1]
     return f"{', '.join(bad)} must be at least 1" if bad else None
 
@@ -296,6 +296,8 @@ _STRUCTURAL = {"FAMILY", "LAYOUT", "POSITIVE"}
 def explain(config: KernelConfig, device: DeviceLike | None = None) -> list[Violation]:
     """Every rule the config breaks on the device (a DeviceSpec, GPU name or sm_XX); [] if valid."""
     dev = as_device(device)
+    if config.family not in FAMILIES:   # no rule of any family applies to it
+        return [Violation("FAMILY", _family(config, dev))]
     out: list[Violation] = []
     for name, fn, families in _RULES:
         if config.family not in families:

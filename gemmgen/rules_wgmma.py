@@ -7,7 +7,7 @@ swizzle) and B from registers. Registered into :mod:`gemmgen.rules` like :mod:`g
 >>> from gemmgen.config import KernelConfig
 >>> from gemmgen.devices import for_arch
 >>> from gemmgen.rules import explain
->>> cfg = KernelConfig(family="tf32x3", mma="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8,
+>>> cfg = KernelConfig(family="tf32x3", mma="wgmma", BM=128, BN=128, BK=32, WM=128, WN=64, swz_a=8,
 ...                    pad_b=8, stages=2, async_copy=True)
 >>> explain(cfg, for_arch("sm_90"))
 []

@@ -50,7 +50,10 @@ def test_split_k_sources_name_their_helper_kernels():
 def test_harness_is_appended_only_when_asked():
     plain, full = emit(preset("v8")), emit(preset("v8"), harness=True)
     assert "int main(" not in plain
-    assert full.startswith(plain) and "int main(int argc, char** argv)" in full
+    build = lambda code: next(line for line in code.splitlines() if line.startswith("// Build: "))
+    assert build(plain) == "// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin"
+    assert build(full) == "// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k"   # a program
+    assert full.replace(build(full), build(plain)).startswith(plain) and "int main(int argc, char** argv)" in full
     assert "cublasSgemm" in full and "cudaEventElapsedTime" in full
 
 

@@ -12,10 +12,10 @@
 //
 // Config:
 //   {"BK": 32, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 32, "WMITER": 1, "WN": 32, "WNITER": 1,
-//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f16", 
-//   "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "min_blocks": 1, "mma": "sync"
-//   , "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic", 
-//   "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
+//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f16",
+//    "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "min_blocks": 1,
+//    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1,
+//    "reduce": "atomic", "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
 // Produced by: gemmgen emit golden wmma
 // =====================================================================================================
