@@ -18,18 +18,20 @@ from dataclasses import dataclass
 from typing import Callable, NoReturn, Sequence
 
 from ..config import ConfigError
-from ..devices import UnknownDevice
+from ..devices import NoGpu, UnknownDevice
 from ..outcome import Failure
 from ..presets import UnknownPreset
 from ..rules import InvalidConfig
+from ..tuner_report import MissingDependency
 
 PROG = "gemmgen"
 USAGE_ERROR = 2
 
-# Errors that mean "the user asked for something wrong", not "gemmgen is broken". ValueError
-# covers ConfigError, InvalidConfig and UnknownDevice too; they are listed for the reader.
+# Errors that mean "the user asked for something wrong" (or for a GPU this machine lacks), not "gemmgen
+# is broken". ValueError covers ConfigError, InvalidConfig and UnknownDevice too; they are listed for
+# the reader. Option values are checked before any GPU detection (cli.checks).
 USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, InvalidConfig, UnknownPreset, UnknownDevice,
-                                                ValueError, Failure)
+                                                ValueError, Failure, NoGpu, MissingDependency)
 
 
 @dataclass(frozen=True)

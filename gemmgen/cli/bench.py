@@ -11,10 +11,11 @@ import argparse
 import json
 import sys
 
-from . import Command
+from . import Command, checks
 from .options import apply_overrides, load_config
 from ..outcome import Shape
 from ..presets import names, preset
+from ..rules import validate
 
 EPILOG = """examples:
   gemmgen bench --preset all --shape 4096x4096x4096          the progression table v0..v13
@@ -43,16 +44,26 @@ def configs_from_args(args: argparse.Namespace, arch: str) -> list:
     """The configs named by --preset/--config, with --set applied."""
     wanted = args.preset or ([] if args.config else ["all"])
     chosen = names() if "all" in wanted else wanted
-    configs = [preset(n, arch) for n in chosen] + [load_config(p) for p in args.config]
+    configs = [preset(n, arch) for n in chosen] + [load_config(checks.input_file(p, "--config").as_posix())
+                                                   for p in args.config]
     return [apply_overrides(c, args.overrides) for c in configs]
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import devices
     from ..benchmark import plot, run as run_bench, table, to_json
     from ..worker import Worker
 
+    # every option is checked before the GPU is looked for and a worker starts
+    checks.positive(rep_ms=args.rep_ms)
+    checks.at_least(0, device=args.device)
     shapes = [Shape.parse(s, args.layout) for s in (args.shape or ["4096x4096x4096"])]
-    configs_from_args(args, "sm_90")   # bad names and overrides fail here, before a GPU worker starts
+    for c in configs_from_args(args, "sm_90"):   # bad names, files and overrides, and configs that no GPU
+        validate(c, "sm_90")                     # runs: sm_90 (H100) has the most of every resource
+    if args.plot:
+        checks.output_file(args.plot, "--plot")
+        checks.plotting()
+    devices.require_gpu(args.device)   # CuPy, the driver, the GPU: one line if one is missing
     with Worker(args.device) as worker:
         worker.call("ping")
         spec = worker.spec

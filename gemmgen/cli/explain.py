@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text(r, args.preset))
     if r["violations"]:     # scripts can test the exit status; the report above says why
-        rules = ", ".join(v["rule"] for v in r["violations"])
+        rules = "; ".join(f"{v['rule']}: {v['reason']}" for v in r["violations"])
         print(f"gemmgen explain: invalid for {device.key}: {rules}", file=sys.stderr)
         return 1
     return 0

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from . import Command
+from . import Command, checks
 
 EPILOG = """examples:
   gemmgen results list                                  GPUs with tuned kernels
@@ -31,7 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from .. import lookup
 
+    checks.input_folder(args.results)
     if args.action == "export":
+        checks.output_folder(args.out, "--out")
         shape = args.shape if "/" in args.shape else f"{args.shape}/NN"
         cu, manifest = lookup.export(args.gpu, shape, args.out, args.results)
         print(json.dumps({"source": str(cu), "manifest": str(manifest)}) if args.json else f"wrote {cu}\nwrote {manifest}")
