@@ -130,7 +130,7 @@ def config_lines(c: KernelConfig, width: int = 96) -> list[str]:
     items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(c.to_dict().items())]
     lines = ["{" + items[0]]
     for item in items[1:]:
-        if len(lines[-1]) + len(item) + 2 > width:
+        if len(lines[-1]) + len(item) + 3 > width:   # ", " before it, "," or "}" after
             lines[-1] += ","
             lines.append(" " + item)   # continuation lines line up under the first key
         else:
