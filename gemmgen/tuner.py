@@ -144,9 +144,8 @@ def enqueue_presets(study: optuna.Study, plan: SearchPlan) -> list[str]:
     Measured first, they make the search end no worse than the best preset. A preset the space can
     express is enqueued as its parameters (the sampler learns from it), any other as its config.
 
-    >>> from gemmgen.studies import open_storage
     >>> plan = make_plan(Shape(100, 100, 100), "rtx3090", storage="sqlite:///:memory:", study="odd")
-    >>> study = optuna.create_study(storage=open_storage(plan.storage), study_name="odd")
+    >>> study = optuna.create_study(study_name="odd")   # a fresh in-memory study each time
     >>> enqueue_presets(study, plan)[-2:]   # checked-bounds presets fit any shape
     ['v12', 'v13']
     """

@@ -65,7 +65,7 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "space empty": ("search --space {t}/empty.json", ["empty.json", '"schema": 1']),
     "space folder": ("search --space {t}/folder", ["folder", "give a file"]),
     "space of another family": ("search --family tf32 --space {t}/simt.json", ["simt.json", "'simt'", "'tf32'"]),
-    "gpu": ("search --gpu nosuchgpu", ["'nosuchgpu'", "h100", "rtx3090"]),
+    "unknown --gpu": ("search --gpu nosuchgpu", ["'nosuchgpu'", "h100", "rtx3090"]),
     "family": ("search --family bogus", ["bogus", "simt, tf32, tf32x3"]),
     "sampler": ("search --sampler bogus", ["'bogus'", "tpe", "cmaes"]),
     "grid too large": ("search --sampler grid", ["grid", "limit", "--sampler tpe"]),

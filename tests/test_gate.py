@@ -148,7 +148,8 @@ def test_check_takes_a_fixed_bound(monkeypatch):
     assert check(kernel, problem, bound=1e-5)["bound"] == 1e-5
 
 
-@pytest.mark.parametrize("module", ["gemmgen.gate", "gemmgen.library", "gemmgen.problem", "gemmgen.benchmark"])
+@pytest.mark.parametrize("module", ["gemmgen.gate", "gemmgen.library", "gemmgen.benchmark"])   # problem's need a GPU:
+                                                                                            # tests/test_doctests.py
 def test_docstring_examples_run(module):
     import importlib
 

@@ -96,6 +96,7 @@ def _write_many(folder, first, count, barrier):
         record(H100, [entry(f"{64 + i}x64x64", float(i))], folder)
 
 
+@pytest.mark.slow   # seconds: many draws, a compile or several processes
 def test_concurrent_writers_keep_every_entry(tmp_path):
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(2)

@@ -337,6 +337,7 @@ def _nvrtc_or_skip() -> None:
         pytest.skip(f"the NVRTC library is not installed ({str(err).splitlines()[0]}): pip install 'gemmgen[cuda13]'")
 
 
+@pytest.mark.slow   # seconds: many draws, a compile or several processes
 def test_nvrtc_compiles_the_source_as_it_is():
     """The path gemmgen takes on a GPU machine: NVRTC, no include path (no GPU needed)."""
     _nvrtc_or_skip()
