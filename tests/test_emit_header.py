@@ -33,6 +33,12 @@ def build_line(code: str) -> str:
     return next(line for line in code.splitlines() if line.startswith("// Build: "))[len("// Build: "):]
 
 
+def test_every_preset_header_has_one_build_line(capsys):
+    for name in names():
+        code = emitted(capsys, "--preset", name)
+        assert code.count("\n// Build: nvcc ") == 1 and build_line(code).endswith("k.cu -o k.cubin"), name
+
+
 @pytest.mark.parametrize("name", names())
 def test_header_config_copies_back_to_the_same_kernel(capsys, tmp_path, name):
     code = emitted(capsys, "--preset", name, "--set", "label=a label, with commas: and colons")
@@ -48,6 +54,8 @@ def test_header_config_copies_back_to_the_same_kernel(capsys, tmp_path, name):
     ("v8", "sm_90", "nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin"),
     ("v8", "rtx3090", "nvcc -cubin -O3 -std=c++17 -arch=sm_86 k.cu -o k.cubin"),
     ("tf32x3-wgmma", "h100", "nvcc -cubin -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a k.cu -o k.cubin"),
+    ("wmma-bf16", "a100", "nvcc -cubin -O3 -std=c++17 -arch=sm_80 k.cu -o k.cubin"),
+    ("v0", "l4", "nvcc -cubin -O3 -std=c++17 -arch=sm_89 k.cu -o k.cubin"),
 ])
 def test_build_line_names_the_target(capsys, name, arch, line):
     assert build_line(emitted(capsys, "--preset", name, "--arch", arch)) == line
@@ -77,7 +85,8 @@ def _run_build_line(code: str, tmp_path) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not ptxas.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
-@pytest.mark.parametrize("name, harness", [("v8", False), ("tf32x3-wgmma", False), ("tf32x3-wgmma", True)])
+@pytest.mark.parametrize("name, harness", [("v0", False), ("v5", False), ("v8", False), ("tf32x3", False), ("wmma", False),
+                                           ("tf32x3-wgmma", False), ("tf32x3-wgmma", True)])
 def test_the_header_build_line_builds_the_kernel(capsys, tmp_path, name, harness):
     if harness:
         try:

@@ -68,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x1
     float* const sB = smem + STAGES * A_STAGE;
 
     // ---- which tile of C this block owns ------------------------------------------------------------
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int tiles_n = (N + BN - 1) / BN;
     const int pid = blockIdx.x;
     // Row-major order of tiles: consecutive blocks share a row of A.
     const int bm0 = (pid / tiles_n) * BM;

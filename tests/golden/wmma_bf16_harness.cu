@@ -10,13 +10,14 @@
 //   block = (256, 1, 1)
 //   dynamic shared memory = 81408 bytes (needs cudaFuncAttributeMaxDynamicSharedMemorySize)
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 32, "BM": 128, "BN": 256, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 64, "WNITER": 1,
 //    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "bf16",
 //    "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "min_blocks": 1,
 //    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
 //    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
 // Produced by: gemmgen emit golden wmma_bf16_harness
 // =====================================================================================================
 
@@ -32,7 +33,6 @@ constexpr int STAGES = 3;
 constexpr int A_LD = 40, B_LD = 264;                   // shared row lengths in halves, padding included
 constexpr int A_STAGE = 5120, B_STAGE = 8448;  // halves per stage: A 128x40, B 32x264
 constexpr int EPI_LD = 20;                                  // floats per row of a warp's 16x16 epilogue slot
-constexpr int SPLIT_K = 1;
 
 // A and B hold bf16 (bfloat16) values, passed as their 16-bit patterns: the kernel only moves them
 // into shared memory and the tensor cores, so it needs neither cuda_fp16.h nor cuda_bf16.h.
