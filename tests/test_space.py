@@ -201,6 +201,7 @@ def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
         assert not (c.pad_a and c.swz_a > 1) and not (c.pad_b and c.swz_b > 1)
 
 
+@pytest.mark.slow   # seconds: many draws, a compile or several processes
 @pytest.mark.parametrize("family", TC)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_tensor_core_spaces_mostly_draw_valid_configs(family, arch):

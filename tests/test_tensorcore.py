@@ -108,7 +108,8 @@ def _variants():
     return out
 
 
-@pytest.mark.parametrize("cfg", _variants(), ids=lambda c: c.name)
+@pytest.mark.parametrize("cfg", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.BK >= 32 else [])
+                                 for c in _variants()])   # BK 32 and 64 walk 2-4x the offsets: seconds each
 def test_offsets_are_a_bijection_onto_the_stage(cfg):
     for op, other, (rows, ld) in (("A", cfg.BM, cfg.a_tile_shape), ("B", cfg.BN, cfg.b_tile_shape)):
         off = _offset_fn(cfg, op)
