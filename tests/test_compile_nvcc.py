@@ -87,7 +87,7 @@ def test_every_harness_program_builds_for_sm_90(tmp_path):
     configs.append(preset("v12").replace(reduce="workspace", layout="TN", label="v12-workspace-TN"))
     configs.append(preset("v8").replace(bounds="none", layout="NT", label="v8-fast-NT"))
 
-    def build(cfg):
+    def build_one(cfg):   # not `build`: that is the gemmgen.build module this calls
         try:
             build.build_program(emit(cfg, "sm_90", harness=True), tmp_path / cfg.label, cfg.target_arch("sm_90"))
             return None
@@ -95,6 +95,6 @@ def test_every_harness_program_builds_for_sm_90(tmp_path):
             return f"{cfg.label}: {failure.reason}"
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        errors = [e for e in pool.map(build, configs) if e]
+        errors = [e for e in pool.map(build_one, configs) if e]
     assert not errors
     assert all(os.access(tmp_path / c.label, os.X_OK) for c in configs)
