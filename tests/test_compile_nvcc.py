@@ -1,5 +1,5 @@
 """Every preset compiles with nvcc for sm_80, sm_86 and sm_90, and 100 random valid configs each for one
-of them in turn (no GPU needed).
+of them in turn; every path of the --harness main() builds into a program with cuBLAS (no GPU needed).
 
 All compiles are queued at once through build.compile_many (one nvcc per core), so the module costs
 about (jobs x 1.2 s) / cores; the tests then read the shared results. A random config is compiled for
@@ -87,11 +87,24 @@ def _cublas_or_skip():
         pytest.skip(str(err))
 
 
-def test_every_harness_program_builds_for_sm_90(tmp_path):
+def _harness_path(c) -> tuple:
+    """What the --harness main() of a config depends on (templates/harness.cu.j2's branches): two
+    configs with the same path differ in the program only in constants and the kernel, which
+    test_every_preset_compiles compiles already."""
+    return (c.family == "naive", c.coalesced if c.family == "naive" else None, c.dtype, c.precision, c.mma,
+            c.bounds, c.split_atomic, c.split_workspace, c.layout, c.smem_bytes > 48 * 1024)
+
+
+def test_every_harness_path_builds_for_sm_90(tmp_path):
+    """One program per distinct harness path among the presets (and a workspace TN and a fast NT
+    variant): each build is a 5-second host compile with cuBLAS, and the 25 builds of every preset
+    took two minutes of CI for 13 paths."""
     _cublas_or_skip()
-    configs = [preset(n, "sm_90") for n in names()]
-    configs.append(preset("v12").replace(reduce="workspace", layout="TN", label="v12-workspace-TN"))
-    configs.append(preset("v8").replace(bounds="none", layout="NT", label="v8-fast-NT"))
+    candidates = [preset(n, "sm_90") for n in names()]
+    candidates.append(preset("v12").replace(reduce="workspace", layout="TN", label="v12-workspace-TN"))
+    candidates.append(preset("v8").replace(bounds="none", layout="NT", label="v8-fast-NT"))
+    configs = list({_harness_path(c): c for c in reversed(candidates)}.values())   # the first of each path
+    assert {_harness_path(c) for c in configs} == {_harness_path(c) for c in candidates}
 
     def build_one(cfg):   # not `build`: that is the gemmgen.build module this calls
         try:
