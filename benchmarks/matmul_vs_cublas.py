@@ -9,6 +9,7 @@ ratios closes the table.
     python benchmarks/matmul_vs_cublas.py                       # the set of issue 11
     python benchmarks/matmul_vs_cublas.py --family simt         # dispatch restricted to the SIMT family
     python benchmarks/matmul_vs_cublas.py --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
+    python benchmarks/matmul_vs_cublas.py --random 24 --seed 1      # shapes drawn outside set and grid
 """
 from __future__ import annotations
 
@@ -37,6 +38,20 @@ def parse_shape(text: str) -> tuple[int, int, int, str]:
     dims, _, layout = text.partition("/")
     M, N, K = (int(x) for x in dims.lower().split("x"))
     return M, N, K, (layout or "NN").upper()
+
+
+def random_shapes(count: int, seed: int, grid: set) -> list[tuple[int, int, int, str]]:
+    """Shapes no one tuned: M, N, K log-uniform in 16..12000 with 2^27..2^37 multiply-adds (a 10 us to
+    3 ms problem, not a launch), any layout, none in ``grid`` (MxNxK/LAYOUT keys)."""
+    import random
+
+    rng, out = random.Random(seed), []
+    while len(out) < count:
+        M, N, K = (int(round(math.exp(rng.uniform(math.log(16), math.log(12000))))) for _ in range(3))
+        layout = rng.choice(("NN", "NN", "NT", "TN", "TT"))
+        if 2 ** 27 <= M * N * K <= 2 ** 37 and f"{M}x{N}x{K}/{layout}" not in grid:
+            out.append((M, N, K, layout))
+    return out
 
 
 def operands(M: int, N: int, K: int, layout: str, seed: int):
@@ -110,11 +125,17 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", type=Path, default=HERE / "shapes.toml", help="TOML file of shapes (default: the set)")
     ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]",
                     help="time these shapes instead of the file's (repeatable)")
+    ap.add_argument("--random", type=int, metavar="N", help="time N random shapes outside the set and the grids instead")
+    ap.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
     ap.add_argument("--family", help="restrict matmul's dispatch to one family (e.g. simt)")
     ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per shape in ms (default 200)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args(argv)
-    shapes = [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes)
+    if args.random:
+        grid = {k for f in (HERE.parent / "search").glob("grid-*.json") for k in json.loads(f.read_text())["shapes"]}
+        shapes = random_shapes(args.random, args.seed, grid | {f"{M}x{N}x{K}/{L}" for M, N, K, L in load_shapes(args.shapes)})
+    else:
+        shapes = [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes)
 
     import cupy
 
