@@ -13,7 +13,7 @@ from gemmgen.base.devices import known
 from gemmgen.base.shape import Shape
 from gemmgen.kernel.presets import preset
 from gemmgen.records.timings import Timings
-from gemmgen.runtime.dispatch import candidates, choose, fit_all, layout_factors
+from gemmgen.runtime.dispatch import candidates, choose, fit_all, layout_factors, pack_plan
 from gemmgen.runtime.library import KernelLibrary
 from gemmgen.runtime.predict import Fitted, counts
 
@@ -121,3 +121,38 @@ def test_leave_one_out_on_recorded_h100_timings_stays_near_the_best():
         assert got <= 1.10 * best, (q, pick.config.name, got, best)
         logs.append(math.log(got / best))
     assert math.exp(sum(logs) / len(logs)) <= 1.03
+
+
+def _with_unaligned_points(cfg, slow=2.0):
+    measured = {s: synthetic(cfg, s) for s in GRID}
+    for n in (1023, 2047, 4095):
+        measured[Shape(n, n, n)] = slow * synthetic(cfg, Shape(n, n, n))
+    return Fitted.fit(cfg, measured, H100)
+
+
+def test_unaligned_operands_are_copied_where_that_pays():
+    fits = [_with_unaligned_points(BIG)]
+    bw = H100.mem_gbs * 1e6 * 0.7
+    # 4095^3 NN: both leading dimensions odd; 2x slower unaligned, a copy of 2 x 64 MB costs ~60 us
+    pack_a, pack_b, fit = pack_plan(fits, 4095, 4095, 4095, "NN", 4095, 4095, 4095, bw)
+    assert (pack_a, pack_b) == (True, True) and fit.config == BIG
+    # only B's rows are odd: only B is copied
+    assert pack_plan(fits, 4096, 4095, 4096, "NN", 4096, 4095, 4095, bw)[:2] == (False, True)
+    # aligned rows: nothing to copy
+    assert pack_plan(fits, 4096, 4096, 4096, "NN", 4096, 4096, 4096, bw)[:2] == (False, False)
+    # a misaligned first element counts as unaligned rows
+    assert pack_plan(fits, 4096, 4096, 4096, "NN", 4096, 4096, 4096, bw, rows_aligned=False)[:2] == (True, True)
+
+
+def test_no_copy_on_the_unaligned_guess_alone():
+    """Unaligned measurements only near 1023..4095 cubes: a skinny unaligned shape far from them keeps
+    its rows as they are (the copy's cost is not backed by data of that regime)."""
+    fits = [_with_unaligned_points(BIG)]
+    bw = H100.mem_gbs * 1e6 * 0.7
+    assert pack_plan(fits, 74, 480, 8763, "NN", 8763, 481, 480, bw)[:2] == (False, False)
+
+
+def test_no_copy_where_unaligned_rows_cost_little():
+    fits = [_with_unaligned_points(BIG, slow=1.01)]
+    bw = H100.mem_gbs * 1e6 * 0.7
+    assert pack_plan(fits, 4095, 4095, 4095, "NN", 4095, 4095, 4095, bw)[:2] == (False, False)

@@ -9,6 +9,9 @@
    among those of the same layout whose kernel accepts the request (:func:`dispatch`).
 3. Else None (the library falls back to a preset, see :mod:`.precision`).
 
+Operands whose rows do not start on 16-byte boundaries (an odd leading dimension) are read with 4-byte
+copies; :func:`pack_plan` says when copying them into aligned rows first is predicted to pay.
+
 >>> from gemmgen.kernel.presets import preset
 >>> from gemmgen.records.entry import Entry
 >>> tuned = {e.key: e for e in [Entry.new("4096x4096x4096", preset("v10"), 20.0, 25.0, 200, "x"),
@@ -29,10 +32,12 @@ from ..base.shape import Shape
 from ..kernel.rules import explain
 from ..records.entry import Entry
 from ..records.timings import KernelTimes
-from .predict import Fitted, aligned
+from .predict import LAUNCH_MS, Fitted, aligned
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
+MIN_PACK_MS = 0.2  # copies cost two launches and their host time (~10 us each through CuPy): below this,
+                   # copying lost on every small shape tried on the H100 (358x123x4396 TT: 1.03x -> 0.36x)
 
 
 def log_distance(a: Shape, b: Shape) -> float:
@@ -111,11 +116,45 @@ def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: st
     return list({f.config.name: f for f in out}.values())   # one per kernel: the first wins
 
 
+def best(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
+         ldb: int | None = None, ldc: int | None = None, rows_aligned: bool | None = None) -> tuple[float, Fitted] | None:
+    """(predicted ms, candidate) of the least predicted time among those that accept the request (ties:
+    the smaller name, so the answer is stable), or None. ``rows_aligned`` overrides what the leading
+    dimensions say (False for operands whose first element is not 16-byte aligned)."""
+    want = Shape(M, N, K, layout)
+    ok = aligned(want, lda, ldb) if rows_aligned is None else rows_aligned
+    timed = [(f.predict(want, ok), f.config.name, f) for f in fits if f.config.accepts(M, N, K, lda, ldb, ldc) is None]
+    t, _, fit = min(timed, key=lambda t: t[:2]) if timed else (0.0, "", None)
+    return (t, fit) if fit is not None else None
+
+
 def choose(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
            ldb: int | None = None, ldc: int | None = None) -> Fitted | None:
-    """The candidate with the least predicted time among those that accept the request (ties: the
-    smaller name, so the answer is stable), or None."""
+    """The candidate :func:`best` names, or None."""
+    found = best(fits, M, N, K, layout, lda, ldb, ldc)
+    return found[1] if found else None
+
+
+def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int,
+              bandwidth: float, align: int = 4, elem: int = 4, rows_aligned: bool = True) -> tuple[bool, bool, Fitted | None]:
+    """(copy A, copy B, candidate): whether to copy unaligned operands into 16-byte aligned rows first,
+    and the kernel to run then. Copying pays where the best predicted time on aligned rows plus the
+    copies (read and write each operand once, ``bandwidth`` bytes/ms, one launch each) beats the best
+    predicted time on the rows as they are, and that prediction rests on unaligned shapes measured
+    nearby: on the H100, copying on the UNALIGNED guess alone lost to cuBLAS on small skinny shapes
+    (74x480x8760 TT: 0.33x), where a copy costs as much as the product."""
+    as_is = best(fits, M, N, K, layout, lda, ldb, ldc, None if rows_aligned else False)
     want = Shape(M, N, K, layout)
-    ok = aligned(want, lda, ldb)
-    timed = [(f.predict(want, ok), f.config.name, f) for f in fits if f.config.accepts(M, N, K, lda, ldb, ldc) is None]
-    return min(timed, key=lambda t: t[:2])[2] if timed else None
+    if (as_is is None or (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS
+            or not as_is[1].measured_near(want, False)):
+        return False, False, as_is[1] if as_is else None
+    pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
+    up = lambda ld: -(-ld // align) * align
+    lda2, ldb2 = (up(lda) if pack_a else lda), (up(ldb) if pack_b else ldb)
+    a_rows = M if layout[0] == "N" else K
+    b_rows = K if layout[1] == "N" else N
+    copy_ms = (pack_a * a_rows * lda2 + pack_b * b_rows * ldb2) * 2 * elem / bandwidth + (pack_a + pack_b) * LAUNCH_MS
+    packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
+    if packed is not None and packed[0] + copy_ms < as_is[0]:
+        return pack_a, pack_b, packed[1]
+    return False, False, as_is[1]

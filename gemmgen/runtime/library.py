@@ -27,7 +27,7 @@ from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
-from .dispatch import candidates, choose, dispatch, fit_all, layout_factors
+from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, pack_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
 
 _LIBRARIES: dict[tuple, "KernelLibrary"] = {}
@@ -70,6 +70,7 @@ class KernelLibrary:
         self.spec, self.device_id, self.strict = spec, device_id, strict
         self._kernels: dict[str, Kernel] = {}
         self._choice: dict[tuple, Kernel] = {}
+        self._plans: dict[tuple, tuple] = {}
         self._fits: dict[tuple, list] = {}
         self._warned: set[str] = set()
 
@@ -87,6 +88,24 @@ class KernelLibrary:
             check_family(family, precision)
             kernel = self._choice[key] = self._pick(*key)
         return kernel
+
+    def plan_for(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, precision: str = "fp32",
+                 family: str | None = None, rows_aligned: bool = True, elem: int = 4) -> tuple[Kernel, bool, bool]:
+        """(kernel, copy A, copy B) for a request: where A's or B's rows do not start on 16 bytes (odd
+        leading dimension, or ``rows_aligned`` False for a misaligned first element), copying them into
+        aligned rows first when the timings predict that this pays; the kernel is then the one for the
+        copied operands (leading dimensions rounded up to 16 bytes). Cached per request."""
+        key = (M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned)
+        plan = self._plans.get(key)
+        if plan is None:
+            align = 16 // elem
+            bw = max(self.spec.mem_gbs, 100.0) * 1e6 * 0.7   # bytes per ms: a copy kernel's share of DRAM
+            pack_a, pack_b, _ = pack_plan(self.candidates(precision, layout, family) if precision in PRECISIONS else [],
+                                          M, N, K, layout, lda, ldb, ldc, bw, align, elem, rows_aligned)
+            up = lambda ld, on: -(-ld // align) * align if on else ld
+            kernel = self.kernel_for(M, N, K, layout, up(lda, pack_a), up(ldb, pack_b), ldc, precision, family)
+            plan = self._plans[key] = (kernel, pack_a, pack_b)
+        return plan
 
     def candidates(self, precision: str, layout: str, family: str | None = None) -> list:
         """The timed kernels (time models) that compete for requests of a class, layout and family."""

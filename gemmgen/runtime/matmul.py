@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from ..base.devices import require_gpu
 from ..measure.launch import Operands
-from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
+from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps, packed
 from .library import library_for
 from .precision import DTYPE_NAMES, check_family, resolve_precision
 
@@ -73,11 +73,24 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
         return out if out is not None else c
     (la, lda), (lb, ldb) = layout_of(a, "A"), layout_of(b, "B")
     dev, ldc = a.device.id, c.strides[0] // 4
-    ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
+    rows_aligned = (a.data.ptr | b.data.ptr) % 16 == 0
     # the common case needs no device switch, which would cost a few microseconds per call
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
-        library_for(dev, strict).kernel_for(M, N, K, la + lb, lda, ldb, ldc, cls, family)(ops, stream)
+        kernel, pack_a, pack_b = library_for(dev, strict).plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family,
+                                                                   rows_aligned, a.itemsize)
+        if pack_a or pack_b:   # unaligned rows: copied into 16-byte aligned ones where that is predicted to pay
+            with contextlib.nullcontext() if stream is None else stream:
+                a, lda = (*_packed(a, la), ) if pack_a else (a, lda)
+                b, ldb = (*_packed(b, lb), ) if pack_b else (b, ldb)
+        ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
+        kernel(ops, stream)
     return out if out is not None else c
+
+
+def _packed(x, layout: str):
+    """(aligned copy of x, its leading dimension)."""
+    p = packed(x, layout, 16 // x.itemsize)
+    return p, layout_of(p, "copy")[1]
 
 
 def _output(out, a, b, M: int, N: int, beta: float):

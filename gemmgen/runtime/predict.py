@@ -119,6 +119,13 @@ class Fitted:
         a, b, r, n = counts(self.config, s, self.sm_count)
         return max(self.u * a + self.v * b + r / self.bandwidth + n * LAUNCH_MS, 1e-6)
 
+    def measured_near(self, s: Shape, is_aligned: bool) -> bool:
+        """Whether measurements of s's alignment class lie near s (weight above one half): the prediction
+        rests on data of its own regime, not on the fit and the UNALIGNED guess."""
+        s = Shape(s.M, s.N, s.K)
+        return sum(math.exp(-((log_distance(p.shape, s) / WIDTH) ** 2))
+                   for p in self.points if p.aligned == is_aligned) > 0.5
+
     def predict(self, s: Shape, is_aligned: bool = True) -> float:
         """Predicted time (ms) on shape s: the fit times the weighted ratio of nearby measurements of
         the same alignment; an exact measurement is returned as it is."""
