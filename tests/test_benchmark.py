@@ -90,6 +90,7 @@ def test_cli_bench_reports_errors_and_modes(monkeypatch, capsys):
     from gemmgen.cli import bench
 
     monkeypatch.setattr("gemmgen.measure.worker.MeasureWorker", FakeWorker)
+    monkeypatch.setattr("gemmgen.base.devices.require_gpu", lambda device_id=0: None)   # the fake worker is the GPU
     assert bench.run(_bench_args()) == 0
     out, err = capsys.readouterr()
     assert "cuBLAS tf32 (baseline)" in out and "against float64" in out

@@ -30,7 +30,7 @@ def isolated(tmp_path, monkeypatch):
 
 
 def _store(*configs_tflops):
-    entries = [Entry.new(f"{1024 * (i + 1)}x1024x1024", c, t, 30.0, 50) for i, (c, t) in enumerate(configs_tflops)]
+    entries = [Entry.new(f"{1024 * (i + 1)}x1024x1024", c, t, 30.0, 50, arch="sm_90") for i, (c, t) in enumerate(configs_tflops)]
     return record(RTX3090, entries).entries
 
 

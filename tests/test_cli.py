@@ -105,6 +105,7 @@ def test_explain_naive_intensity(capsys):
     assert json.loads(out)["arithmetic_intensity"] == 0.25
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
 def test_explain_reports_ptxas_registers_and_spills(capsys):
     code, out, _ = run(capsys, "explain", "--preset", "v12", "--arch", "sm_86", "--json")

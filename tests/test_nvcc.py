@@ -58,12 +58,14 @@ def test_first_error_and_numbered_source():
     assert logs.numbered("x\ny").splitlines()[1] == "   2  y"
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @needs_nvcc
 def test_compile_reports_resources():
     report = nvcc.compile_cubin('extern "C" __global__ void k(float* x) { x[threadIdx.x] = 1.0f; }', "sm_80")
     assert report["k"].registers > 0 and report["k"].spills == 0 and report.arch == "sm_80"
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @needs_nvcc
 def test_compile_error_is_a_compile_failure_with_the_log():
     with pytest.raises(CompileFailure) as err:
@@ -72,9 +74,13 @@ def test_compile_error_is_a_compile_failure_with_the_log():
     assert "   1  extern" in err.value.detail                     # numbered source for the reader
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @needs_nvcc
 def test_compile_many_keeps_order_and_returns_failures():
     good = 'extern "C" __global__ void k(float* x) { x[0] = 1.0f; }'
     results = parallel.compile_many([(good, "sm_80"), ("garbage", "sm_86"), (good, "sm_90")])
     assert [type(r).__name__ for r in results] == ["PtxasReport", "CompileFailure", "PtxasReport"]
     assert [results[0].arch, results[2].arch] == ["sm_80", "sm_90"]
+
+
+# nvcc's docstring examples compile with nvcc (+NVCC, +CUBLAS): tests/test_doctests.py runs them.

@@ -2,13 +2,12 @@
 
 The import graph is built from the source with the standard library's ``ast`` (every ``import``,
 module-level or inside a function), so nothing is imported to check it. A stage may import itself
-and the stages before it in STAGES, never one after it; the graph has no cycle at all.
+and the stages before it in STAGES, never one after it; the graph has no cycle at all. Every
+module's docstring examples run in tests/test_doctests.py.
 """
 from __future__ import annotations
 
 import ast
-import doctest
-import importlib
 from pathlib import Path
 
 import pytest
@@ -128,8 +127,3 @@ def test_each_stage_says_what_it_offers():
         init = PACKAGE / stage / "__init__.py"
         assert init.is_file() and ast.get_docstring(ast.parse(init.read_text())), f"{init} has no docstring"
 
-
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.endswith("__main__")))
-def test_docstring_examples_run(module, capsys):
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0, f"{result.failed} docstring example(s) of {module} failed (output above)"

@@ -35,14 +35,16 @@ def defined_kernels(code: str) -> list[str]:
 
 
 def header_config(code: str) -> dict:
-    """The config the header prints under '// Config:' (JSON broken over comment lines)."""
-    lines = code.split("// Config:\n", 1)[1].split("//\n", 1)[0].splitlines()
-    return json.loads("".join(line[len("//   "):] for line in lines))
+    """The config the header prints under '// Config (JSON ...):', wrapped between its key-value pairs
+    over comment lines: the lines without their comment marks are the JSON."""
+    lines = code.split("// Config (JSON", 1)[1].split("\n", 1)[1].split("//\n", 1)[0].splitlines()
+    return json.loads("\n".join(line[len("//   "):] for line in lines))
 
 
 def test_the_helpers_read_a_source():
-    code = '// Config:\n//   {"BM": 1\n//   28}\n//\nextern "C" __global__ void __launch_bounds__(256, 1) k_a(int M)'
-    assert header_config(code) == {"BM": 128} and defined_kernels(code) == ["k_a"]
+    code = ('// Config (JSON, one key-value pair never split):\n//   {"BM": 128,\n//    "BN": 64}\n//\n'
+            'extern "C" __global__ void __launch_bounds__(256, 1) k_a(int M)')
+    assert header_config(code) == {"BM": 128, "BN": 64} and defined_kernels(code) == ["k_a"]
 
 
 def _check_source(src: KernelSource, cfg: KernelConfig) -> None:
@@ -77,7 +79,10 @@ def test_split_k_sources_name_their_helper_kernels():
 def test_harness_is_appended_only_when_asked():
     plain, full = emit(preset("v8"), "sm_90"), emit(preset("v8"), "sm_90", harness=True)
     assert "int main(" not in plain
-    assert full.startswith(plain) and "int main(int argc, char** argv)" in full
+    build = lambda code: next(line for line in code.splitlines() if line.startswith("// Build: "))
+    assert build(plain) == "// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin"
+    assert build(full) == "// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k"   # a program
+    assert full.replace(build(full), build(plain)).startswith(plain) and "int main(int argc, char** argv)" in full
     assert "cublasSgemm" in full and "cudaEventElapsedTime" in full
 
 

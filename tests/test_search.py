@@ -148,6 +148,7 @@ def test_grid_refuses_a_huge_space():
 
 
 # ---- the search -----------------------------------------------------------------------------
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_presets_are_enqueued_first_and_never_beaten_by_the_result(db):
     gpu = FakeGPU()
     plan = make_plan(SHAPE, "h100", trials=20, storage=db, sampler="random")
@@ -165,6 +166,7 @@ def test_presets_are_enqueued_first_and_never_beaten_by_the_result(db):
     assert sum("preset" in t.user_attrs for t in trials_of(plan)) == len(enqueued)
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.parametrize("sampler, spec", [("grid", SMALL), ("random", TINY)])
 def test_winner_is_the_true_best_of_a_small_space(tmp_path, db, sampler, spec):
     space = small_space(tmp_path, spec)
@@ -180,6 +182,7 @@ def test_winner_is_the_true_best_of_a_small_space(tmp_path, db, sampler, spec):
     assert tally.measured == len(valid) and (tally.invalid > 0 or spec is TINY)
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_grid_search_stops_when_exhausted(tmp_path, db):
     space = small_space(tmp_path)
     plan = make_plan(SHAPE, "h100", trials=500, storage=db, space=space, sampler="grid", presets=False)
@@ -188,6 +191,7 @@ def test_grid_search_stops_when_exhausted(tmp_path, db):
     assert result.counts.measured == len(valid_configs(space))
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_repeated_configs_are_not_measured_again(tmp_path, db):
     space = small_space(tmp_path, TINY)
     gpu = FakeGPU()
@@ -207,6 +211,7 @@ def test_repeated_configs_are_not_measured_again(tmp_path, db):
     assert counts(trials).duplicates == len(dups)
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_every_failure_kind_is_recorded_and_the_search_goes_on(db):
     from gemmgen.tune.space import sample_valid
 
@@ -228,6 +233,7 @@ def test_every_failure_kind_is_recorded_and_the_search_goes_on(db):
     assert result.counts.measured == 30 and result.config.name not in planted
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_prepare_failures_skip_the_measurement(db):
     gpu = FakeGPU()
     plan = make_plan(SHAPE, "h100", trials=8, storage=db, sampler="random", presets=False)
@@ -244,6 +250,7 @@ def compile_every_other(config: KernelConfig) -> str:
     return "cubin"
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_invalid_draws_do_not_use_the_budget(db):
     plan = make_plan(SHAPE, "h100", trials=12, storage=db, sampler="random", presets=False)
     result = run_search(plan, FakeGPU())
@@ -254,6 +261,7 @@ def test_invalid_draws_do_not_use_the_budget(db):
                in t.user_attrs["reason"]) for t in pruned)
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_resume_counts_earlier_trials_toward_the_total(db):
     gpu = FakeGPU()
     run_search(make_plan(SHAPE, "h100", trials=6, storage=db, sampler="tpe", presets=False), gpu)
@@ -269,6 +277,7 @@ def dead_pid() -> int:
     return p.pid
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.filterwarnings("ignore:Heartbeat of storage")
 def test_running_trial_of_a_dead_worker_is_failed_on_resume(db):
     plan = make_plan(SHAPE, "h100", trials=5, storage=db, sampler="random", presets=False)
@@ -281,6 +290,7 @@ def test_running_trial_of_a_dead_worker_is_failed_on_resume(db):
     assert result.counts.measured == 5 and result.counts.interrupted == 1 and result.counts.running == 0
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.filterwarnings("ignore:Heartbeat of storage")
 def test_unclaimed_running_trial_is_failed_when_old(db):
     plan = make_plan(SHAPE, "h100", trials=5, storage=db, presets=False)
@@ -293,6 +303,7 @@ def test_unclaimed_running_trial_is_failed_when_old(db):
     assert t.state == TrialState.FAIL and "no worker claimed it" in t.user_attrs["reason"]
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.filterwarnings("ignore:Heartbeat of storage")
 def test_heartbeat_fails_a_silent_trial_of_another_host(db):
     plan = make_plan(SHAPE, "h100", trials=5, storage=db, presets=False, heartbeat=1)
@@ -320,6 +331,7 @@ def _measured(plan) -> int:
         return 0
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_killed_search_loses_only_trials_in_flight(db, tmp_path):
     log = str(tmp_path / "calls.log")
     proc = multiprocessing.get_context("spawn").Process(target=_search_forever, args=(db, log))
@@ -347,6 +359,7 @@ def test_killed_search_loses_only_trials_in_flight(db, tmp_path):
     assert result.counts.measured == 15
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_two_worker_processes_share_a_sqlite_study(db, tmp_path):
     log = str(tmp_path / "calls.log")
     plan = make_plan(SHAPE, "h100", trials=16, storage=db, sampler="tpe", presets=False, lookahead=2)
@@ -361,6 +374,7 @@ def test_two_worker_processes_share_a_sqlite_study(db, tmp_path):
 
 
 # ---- finalists, progress, summary -----------------------------------------------------------
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_finalists_are_retimed_and_the_retimed_fastest_wins(db):
     seen = []
 
@@ -380,6 +394,7 @@ def test_finalists_are_retimed_and_the_retimed_fastest_wins(db):
     assert [f["name"] for f in study_of(plan).user_attrs["finalists"]][0] == top[-1]["name"]
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_no_winner_names_the_failures(db):
     everything_fails = FakeGPU(planted=AlwaysCompileError())
     plan = make_plan(SHAPE, "h100", trials=4, storage=db, sampler="random", presets=False)
@@ -392,6 +407,7 @@ class AlwaysCompileError(dict):
         return "compile"
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_progress_observer_and_summary(db):
     lines = []
     plan = make_plan(SHAPE, "h100", trials=8, storage=db, sampler="random", presets=False)
@@ -406,6 +422,7 @@ def test_progress_observer_and_summary(db):
     assert p.best_name == rows[0]["name"] and p.best_ratio > 0
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.parametrize("sampler", ["tpe", "random", "cmaes", "grid"])
 def test_every_sampler_runs(tmp_path, db, sampler):
     if sampler == "cmaes":
@@ -421,6 +438,7 @@ def test_a_study_of_another_gpu_is_refused(db):
         run_search(make_plan(SHAPE, "rtx3090", trials=2, storage=db, study="s", presets=False), FakeGPU())
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_pick_winner_without_retime_uses_search_timings(db):
     plan = make_plan(SHAPE, "h100", trials=5, storage=db, sampler="random", presets=False)
     first = run_search(plan, FakeGPU())
@@ -449,6 +467,7 @@ def test_match_gpu_mismatch_names_both():
 
 
 # ---- report ---------------------------------------------------------------------------------
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_report_writes_pngs(db, tmp_path):
     pytest.importorskip("matplotlib", reason="gemmgen report needs matplotlib")
     from gemmgen.tune.report import write_report

@@ -69,6 +69,7 @@ def test_plan_takes_the_limits_of_the_device():
     assert dict(plan.space.limits) == {"smem_per_block": 99 * 1024, "smem_per_sm": 100 * 1024}
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 @pytest.mark.parametrize("family", ["tf32", "tf32x3"])
 def test_tensor_core_search_measures_its_preset_first(db, family):
     plan = make_plan(SHAPE, "h100", family=family, trials=12, storage=db, sampler="random")
@@ -86,6 +87,7 @@ def test_tensor_core_search_measures_its_preset_first(db, family):
     assert result.measurement.tflops >= first.value
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_a_family_never_resumes_another_familys_study(db):
     simt = make_plan(SHAPE, "h100", trials=3, storage=db, sampler="random", presets=False)
     x3 = make_plan(SHAPE, "h100", family="tf32x3", trials=4, storage=db, sampler="random", presets=False)
@@ -154,6 +156,7 @@ def search(capsys, results, *args):
     return json.loads(out), err
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_search_all_families_stores_one_winner_per_precision(fake_cli, capsys):
     winners, err = search(capsys, fake_cli, "--family", "all", "--trials", "6")
     assert [w["family"] for w in winners][:3] == ["simt", "tf32", "tf32x3"]
@@ -171,6 +174,7 @@ def test_search_all_families_stores_one_winner_per_precision(fake_cli, capsys):
     assert entries["512x512x512/NN"].kernel_config.family == "tf32x3"
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_a_slower_family_does_not_displace_the_fp32_winner(fake_cli, capsys):
     search(capsys, fake_cli, "--family", "tf32x3", "--trials", "4")
     (simt,), _ = search(capsys, fake_cli, "--trials", "4")   # --family defaults to simt

@@ -148,7 +148,7 @@ def test_timings_only_retimes_another_gpus_winners(fake_cli, capsys):
     h200 = {**H100, "name": "NVIDIA H200"}
     theirs = preset("tf32x3-wgmma").replace(split_k=4)
     other = fake_cli / "h200"
-    store.record(h200, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30)], other,
+    store.record(h200, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30, arch="sm_90")], other,
                  timings=Timings.empty().add(preset("v13"), "4096x4096x4096", 9.0))
     report, err = grid_search(capsys, fake_cli, "--timings-only", "--winners-from", str(other / "nvidia-h200.json"))
     assert "grid mini" in err and "to tune" not in err and "the kernels of" in err

@@ -84,6 +84,7 @@ def postgres_url():
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_two_workers_share_one_study(postgres_url, tmp_path):
     space = small_space(tmp_path, TINY)
     valid = valid_configs(space)

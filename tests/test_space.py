@@ -202,6 +202,7 @@ def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
         assert c.mma == "sync" or arch == "sm_90"
 
 
+@pytest.mark.slow   # seconds: many draws, a compile or several processes
 @pytest.mark.parametrize("family", TC)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_tensor_core_spaces_mostly_draw_valid_configs(family, arch):

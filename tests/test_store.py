@@ -68,8 +68,16 @@ def test_record_writes_schema_fingerprint_and_every_field(isolated):
 
 
 def test_default_source_hash_is_the_rendered_digest():
-    e = Entry.new("64x64x64/NN", preset("v6"), 1.0, 2.0, 3)
+    e = Entry.new("64x64x64/NN", preset("v6"), 1.0, 2.0, 3, arch="sm_90")
     assert e.source_hash == render(preset("v6"), "h100").digest
+
+
+def test_the_source_hash_names_its_target():
+    """The header's build line names the target, so a hash is of the source for one architecture."""
+    assert Entry.new("64x64x64/NN", preset("v6"), 1.0, 2.0, 3, arch="sm_86").source_hash == \
+        render(preset("v6"), "rtx3090").digest != render(preset("v6"), "h100").digest
+    with pytest.raises(TypeError, match="arch"):
+        Entry.new("64x64x64/NN", preset("v6"), 1.0, 2.0, 3)
 
 
 # ---- atomic write and lock -------------------------------------------------------------------------
@@ -101,6 +109,7 @@ def _write_many(folder, first, count, barrier):
         record(H100, [entry(f"{64 + i}x64x64", float(i))], folder)
 
 
+@pytest.mark.slow   # seconds: many draws, a compile or several processes
 def test_concurrent_writers_keep_every_entry(tmp_path):
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(2)
@@ -381,7 +390,7 @@ def test_list_and_show_rows(isolated):
 # ---- export ----------------------------------------------------------------------------------------
 def test_export_writes_source_and_manifest(isolated, tmp_path):
     cfg = preset("v10")
-    record(H100, [Entry.new("4096x4096x2048", cfg, 20.0, 25.0, 200)])
+    record(H100, [Entry.new("4096x4096x2048", cfg, 20.0, 25.0, 200, arch="sm_90")])
     cu, manifest = export("h100", "4096x4096x2048", tmp_path / "out")
     code = cu.read_text()
     assert cu.name == f"{cfg.name}.cu" and 'extern "C"' in code and cfg.name in code

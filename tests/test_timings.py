@@ -16,7 +16,7 @@ GPU = {"name": "Example GPU", "cc": "9.0", "sm_count": 132}
 def test_timings_round_trip_through_the_results_file(tmp_path):
     v10, wg = preset("v10"), preset("tf32x3-wgmma")
     t = Timings.empty().add(v10, "1024x1024x1024", 0.51, cublas_ms=0.40).add(wg, "1024x1024x1024", 0.03)
-    saved = record(GPU, [Entry.new("1024x1024x1024", v10, 4.2, 5.4, 10)], tmp_path, timings=t)
+    saved = record(GPU, [Entry.new("1024x1024x1024", v10, 4.2, 5.4, 10, arch="sm_90")], tmp_path, timings=t)
     again = load_file(saved.path)
     assert again.timings == t
     assert again.timings.kernels[wg.name].ms == {"1024x1024x1024/NN": 0.03}
@@ -34,7 +34,7 @@ def test_newer_times_replace_older_ones_and_others_stay(tmp_path):
 
 
 def test_a_file_without_timings_reads_as_empty_and_is_written_without_them(tmp_path):
-    saved = record(GPU, [Entry.new("64x64x64", preset("v6"), 0.1, 0.2, 3)], tmp_path)
+    saved = record(GPU, [Entry.new("64x64x64", preset("v6"), 0.1, 0.2, 3, arch="sm_90")], tmp_path)
     assert saved.timings.kernels == {} and "timings" not in json.loads(saved.path.read_text())
 
 

@@ -13,6 +13,7 @@ def worker():
         yield w
 
 
+@pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_hang_times_out_and_a_fresh_worker_takes_over(worker):
     first = worker.call("whoami")
     with pytest.raises(Timeout, match="timed out after 1 s"):

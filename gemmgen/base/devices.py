@@ -1,4 +1,5 @@
-"""GPU limits: read off the present GPU, or taken from a table of known GPUs for offline targets.
+"""GPU limits: read off the present GPU, or taken from a table of known GPUs for offline targets; and
+what this machine lacks for a command (:class:`NoGpu`, :class:`MissingDependency`), said in one line.
 
 >>> spec = known("h100")
 >>> spec.arch, spec.sm_count
@@ -119,8 +120,46 @@ def for_arch(arch: str) -> DeviceSpec:
                             f"({', '.join(KNOWN)})") from None
 
 
+class NoGpu(RuntimeError):
+    """CuPy, the CUDA driver or a GPU is missing: one line that says which, and what to install."""
+
+
+class MissingDependency(ImportError):
+    """An optional package a command needs is not installed; the message says how to install it."""
+
+
+INSTALL_CUPY = "pip install 'gemmgen[cuda13]' (or 'gemmgen[cuda12]' for a CUDA 12 driver)"
+
+
+def require_gpu(device_id: int = 0) -> None:
+    """Raise :class:`NoGpu` unless CuPy is installed and CUDA device ``device_id`` is usable.
+
+    The driver is looked for before CuPy is imported (importing it writes ~/.cupy), so a machine
+    without a GPU is told so, with no side effect.
+    """
+    import ctypes
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
+        raise NoGpu(f"CuPy is not installed, and the GPU commands need it: {INSTALL_CUPY}")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        raise NoGpu("no CUDA GPU found: the NVIDIA driver (libcuda.so.1) is not installed on this machine") from None
+    import cupy
+
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as err:
+        raise NoGpu(f"no usable CUDA GPU: {err}; for a CUDA 12 driver: pip install 'gemmgen[cuda12]'") from None
+    if not 0 <= device_id < count:
+        raise NoGpu(f"no CUDA device {device_id}: this machine has {count} (valid: 0..{count - 1})"
+                    if count else "no CUDA GPU found: the driver sees no device")
+
+
 def detect(device_id: int = 0) -> DeviceSpec:
-    """Limits of a present GPU, read through CuPy (needs a GPU)."""
+    """Limits of a present GPU, read through CuPy (raises :class:`NoGpu` without one)."""
+    require_gpu(device_id)
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(device_id)

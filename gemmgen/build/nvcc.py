@@ -3,8 +3,8 @@ whole programs (the ``--harness`` main()) linked against cuBLAS.
 
 >>> from gemmgen.kernel.presets import preset
 >>> from gemmgen.codegen.render import render
->>> report = compile_cubin(render(preset("v5"), "sm_90"), "sm_90")      # doctest: +SKIP
->>> report[preset("v5").name].spills                                    # doctest: +SKIP
+>>> report = compile_cubin(render(preset("v5"), "sm_90"), "sm_90")      # doctest: +NVCC
+>>> report[preset("v5").name].spills                                    # doctest: +NVCC
 0
 """
 from __future__ import annotations
@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Sequence, Union
 
 from ..base.outcome import CompileFailure
+from ..codegen.build_line import NVCC_FLAGS, arch_flags
 from ..codegen.render import KernelSource
 from .logs import first_error, numbered
 from .resources import PtxasReport, parse
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
-FLAGS = ("-O3", "-std=c++17", "-Xptxas", "-v")
+FLAGS = (*NVCC_FLAGS, "-Xptxas", "-v")
 
 
 class ToolkitMissing(FileNotFoundError):
@@ -33,7 +34,7 @@ class ToolkitMissing(FileNotFoundError):
 def nvcc_path() -> str:
     """The nvcc executable: $CUDA_HOME/bin (or $CUDA_PATH), then PATH, then /usr/local/cuda/bin.
 
-    >>> nvcc_path().endswith("nvcc")                            # doctest: +SKIP
+    >>> nvcc_path().endswith("nvcc")                            # doctest: +NVCC
     True
     """
     homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")]
@@ -72,7 +73,7 @@ def compile_cubin(source: SourceLike, arch: str = "sm_90", flags: Sequence[str] 
     Raises :class:`~gemmgen.base.outcome.CompileFailure` (with the log as ``detail``) when nvcc rejects
     the source, and :class:`ToolkitMissing` when there is no nvcc.
 
-    >>> compile_cubin('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }')["k"].spills  # doctest: +SKIP
+    >>> compile_cubin('extern "C" __global__ void k(float* x) { x[0] = 1.0f; }')["k"].spills  # doctest: +NVCC
     0
     """
     code = source.code if isinstance(source, KernelSource) else source
@@ -103,7 +104,7 @@ def _run(cmd: list[str], timeout: float, code: str) -> tuple[str, float]:
 def cublas_flags() -> list[str]:
     """nvcc flags that find cuBLAS: none when the toolkit has it, else the pip wheel nvidia-cublas.
 
-    >>> "-lcublas" in cublas_flags() or any(f.startswith("-l:libcublas") for f in cublas_flags())  # doctest: +SKIP
+    >>> "-lcublas" in cublas_flags() or any(f.startswith("-l:libcublas") for f in cublas_flags())  # doctest: +CUBLAS
     True
     """
     toolkit = Path(nvcc_path()).resolve().parent.parent
@@ -128,31 +129,19 @@ def _wheel_roots() -> list[Path]:
     return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
 
 
-def arch_flags(arch: str) -> list[str]:
-    """nvcc flags of a whole-program build for ``arch``. An arch-specific target (sm_90a: wgmma) is
-    named with -gencode: a plain -arch=sm_90a program build also runs ptxas on compute_90 PTX, which
-    has no wgmma.
-
-    >>> arch_flags("sm_90a"), arch_flags("sm_86")
-    (['-gencode=arch=compute_90a,code=sm_90a'], ['-arch=sm_86'])
-    """
-    if arch.endswith("a"):
-        return [f"-gencode=arch=compute_{arch[3:]},code={arch}"]
-    return [f"-arch={arch}"]
-
-
 def build_program(source: SourceLike, output: str | Path, arch: str = "sm_90",
                   timeout: float = 600.0) -> str:
     """Build a whole program (a --harness source) with cuBLAS: ``nvcc -O3 -arch=ARCH k.cu -lcublas -o OUT``.
 
     Returns nvcc's log; raises CompileFailure when the build fails.
 
-    >>> build_program(emit(preset("v8"), "sm_90", harness=True), "/tmp/k")   # doctest: +SKIP
-    ''
+    >>> from gemmgen.kernel.presets import preset
+    >>> from gemmgen.codegen.render import render
+    >>> log = build_program(render(preset("v8"), "sm_90", harness=True), tempfile.mkdtemp() + "/k")  # doctest: +CUBLAS
     """
     code = source.code if isinstance(source, KernelSource) else source
     with tempfile.TemporaryDirectory(prefix="gemmgen-build-") as tmp:
         cu = Path(tmp) / "k.cu"
         cu.write_text(code)
-        cmd = [nvcc_path(), "-O3", "-std=c++17", *arch_flags(arch), str(cu), *cublas_flags(), "-o", str(output)]
+        cmd = [nvcc_path(), *NVCC_FLAGS, *arch_flags(arch), str(cu), *cublas_flags(), "-o", str(output)]
         return _run(cmd, timeout, code)[0]

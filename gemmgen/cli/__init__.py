@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import NoReturn, Sequence
 
-from ..base.devices import UnknownDevice
+from ..base.devices import MissingDependency, NoGpu, UnknownDevice
 from ..base.outcome import Failure
 from ..kernel.coerce import ConfigError
 from ..kernel.presets import UnknownPreset
@@ -26,10 +26,11 @@ from .command import COMMANDS, Command, register  # noqa: F401  (Command and reg
 PROG = "gemmgen"
 USAGE_ERROR = 2
 
-# Errors that mean "the user asked for something wrong", not "gemmgen is broken". ValueError
-# covers ConfigError, InvalidConfig and UnknownDevice too; they are listed for the reader.
+# Errors that mean "the user asked for something wrong" (or for a GPU this machine lacks), not "gemmgen
+# is broken". ValueError covers ConfigError, InvalidConfig and UnknownDevice too; they are listed for
+# the reader. Option values are checked before any GPU detection (cli.checks).
 USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, InvalidConfig, UnknownPreset, UnknownDevice,
-                                                ValueError, Failure)
+                                                ValueError, Failure, NoGpu, MissingDependency)
 
 
 class Parser(argparse.ArgumentParser):

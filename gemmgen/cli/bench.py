@@ -13,8 +13,9 @@ import sys
 
 from ..base.shape import Shape
 from ..kernel.presets import names
-from ..kernel.rules import DeviceLike
+from ..kernel.rules import DeviceLike, validate
 from ..records.best import resolve_preset
+from . import checks
 from .command import Command
 from .options import apply_overrides, load_config
 
@@ -45,16 +46,26 @@ def configs_from_args(args: argparse.Namespace, target: DeviceLike) -> list:
     """The configs named by --preset/--config on ``target``, with --set applied (v13 resolved as everywhere)."""
     wanted = args.preset or ([] if args.config else ["all"])
     chosen = names() if "all" in wanted else wanted
-    configs = [resolve_preset(n, target) for n in chosen] + [load_config(p) for p in args.config]
+    configs = [resolve_preset(n, target) for n in chosen] + [load_config(checks.input_file(p, "--config").as_posix())
+                                                             for p in args.config]
     return [apply_overrides(c, args.overrides) for c in configs]
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..base import devices
     from ..measure.benchmark import plot, run as run_bench, table, to_json
     from ..measure.worker import MeasureWorker
 
+    # every option is checked before the GPU is looked for and a worker starts
+    checks.positive(rep_ms=args.rep_ms)
+    checks.at_least(0, device=args.device)
     shapes = [Shape.parse(s, args.layout) for s in (args.shape or ["4096x4096x4096"])]
-    configs_from_args(args, "sm_90")   # bad names and overrides fail here, before a GPU worker starts
+    for c in configs_from_args(args, "sm_90"):   # bad names, files and overrides, and configs that no GPU
+        validate(c, "sm_90")                     # runs: sm_90 (H100) has the most of every resource
+    if args.plot:
+        checks.output_file(args.plot, "--plot")
+        checks.plotting()
+    devices.require_gpu(args.device)   # CuPy, the driver, the GPU: one line if one is missing
     with MeasureWorker(args.device) as worker:
         worker.call("ping")
         spec = worker.spec

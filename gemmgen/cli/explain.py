@@ -99,7 +99,7 @@ def half_features(c: KernelConfig) -> list[str]:
 def _ptxas(c: KernelConfig, d: DeviceSpec) -> tuple[dict | None, str]:
     """Registers and spills from ptxas, or None and the reason they are missing."""
     try:
-        rep = compile_cubin(render_validated(c), d.arch)   # report() validated it for d
+        rep = compile_cubin(render_validated(c, d.arch), d.arch)   # report() validated it for d
     except ToolkitMissing as err:
         return None, f"not compiled: {err}"
     except CompileFailure as err:
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text(r, args.preset))
     if r["violations"]:     # scripts can test the exit status; the report above says why
-        rules = ", ".join(v["rule"] for v in r["violations"])
+        rules = "; ".join(f"{v['rule']}: {v['reason']}" for v in r["violations"])
         print(f"gemmgen explain: invalid for {device.key}: {rules}", file=sys.stderr)
         return 1
     return 0

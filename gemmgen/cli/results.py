@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from . import checks
 from .command import Command
 
 EPILOG = """examples:
@@ -32,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from ..records import listing, lookup
     from ..records.export import export
 
+    checks.input_folder(args.results)
     if args.action == "export":
+        checks.output_folder(args.out, "--out")
         shape = args.shape if "/" in args.shape else f"{args.shape}/NN"
         cu, manifest = export(args.gpu, shape, args.out, args.results)
         print(json.dumps({"source": str(cu), "manifest": str(manifest)}) if args.json else f"wrote {cu}\nwrote {manifest}")

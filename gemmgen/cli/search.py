@@ -22,7 +22,7 @@ import json
 import sys
 import time
 
-from . import search_grid
+from . import checks, search_grid
 from .command import Command
 
 EPILOG = """examples:
@@ -67,22 +67,22 @@ def run(args: argparse.Namespace) -> int:
     families = parse_families(args.family, args.space)   # before anything touches the GPU
     devices = _devices(args.devices)
     if search_grid.check(args):
+        checks.storage_url(args.storage)
+        checks.output_folder(args.results, "--results")
         return search_grid.run_grid(args, families, devices)
     args.trials = 200 if args.trials is None else args.trials
     args.jobs = 2 if args.jobs is None else args.jobs
+    shapes = check(args, families)
 
     from ..base.devices import detect, fingerprint
-    from ..base.shape import Shape
     from ..tune.driver import run_search
     from ..tune.gpu import GpuMeasure, GpuRetime, NvrtcPrepare
     from ..tune.plan import make_plan, match_gpu
-    from ..tune.space import default_shapes
 
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # the progress line says it once per trial
-    shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
-    spec = detect(devices[0])
+    spec = detect(devices[0])   # raises NoGpu: CuPy, the driver or the GPU is missing
     match_gpu(args.gpu, spec.name)
     fp, winners = fingerprint(devices[0]), []
     for family in families:
@@ -129,13 +129,47 @@ def parse_families(text: str | None, space: str | None = None) -> list[str | Non
     return names
 
 
+def check(args: argparse.Namespace, families: list[str | None]):
+    """Every option of a search, before GPU detection: the shapes to tune, or one line on the first
+    bad value. Each family's plan is made once for the --gpu named (else an H100) with an in-memory
+    storage, so a bad space file, sampler or grid fails here too, and nothing is written.
+    """
+    from ..base.devices import for_arch, known, resolve_alias
+    from ..base.shape import Shape
+    from ..tune.plan import make_plan
+    from ..tune.space import default_shapes
+    from .options import DEFAULT_ARCH
+
+    checks.at_least(1, trials=args.trials, jobs=args.jobs)
+    checks.at_least(0, seed=args.seed)
+    if args.seed > 2**32 - 1:
+        raise ValueError(f"--seed {args.seed}: must be at most {2**32 - 1}")
+    checks.positive(timeout=args.timeout)
+    target = known(resolve_alias(args.gpu)) if args.gpu else for_arch(DEFAULT_ARCH)
+    if args.study is not None and not args.study.strip():
+        raise ValueError("--study '': give a name, or leave it out for <gpu>-<shape>")
+    checks.storage_url(args.storage)
+    checks.output_folder(args.results, "--results")
+    for option, path in (("--space", args.space), ("--shapes", args.shapes)):
+        if path is not None:
+            checks.input_file(path, option)
+    shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
+    if not shapes:
+        raise ValueError(f"--shapes {args.shapes!r} lists no shapes; e.g. {{\"shapes\": [\"4096x4096x4096/NN\"]}}")
+    for family in families:
+        make_plan(shapes[0], target, trials=args.trials, storage="sqlite:///:memory:", study=args.study,
+                  space=args.space, family=family, sampler=args.sampler, seed=args.seed, timeout=args.timeout,
+                  jobs=args.jobs)
+    return shapes
+
+
 def _devices(text: str) -> list[int]:
     try:
         devices = [int(d) for d in text.split(",") if d.strip()]
     except ValueError:
         raise ValueError(f"--devices {text!r} is not a comma-separated list of GPU indices, e.g. 0,1") from None
-    if not devices or len(set(devices)) != len(devices):
-        raise ValueError(f"--devices {text!r} must name each GPU once, e.g. 0,1")
+    if not devices or len(set(devices)) != len(devices) or min(devices) < 0:
+        raise ValueError(f"--devices {text!r} must name each GPU once by its index (0, 1, ...), e.g. 0,1")
     return devices
 
 
@@ -153,7 +187,7 @@ def _store(result, plan, fp: dict, results, seconds: float) -> dict:
     from ..tune.trial_stats import summary
 
     m, config = result.measurement, result.config
-    new = Entry.new(plan.shape.key, config, m.tflops, m.cublas_tflops, result.counts.measured)
+    new = Entry.new(plan.shape.key, config, m.tflops, m.cublas_tflops, result.counts.measured, arch=plan.device.arch)
     kept = record(fp, [new], results).entries[new.key]
     study = optuna.load_study(study_name=plan.study, storage=open_storage(plan.storage))
     c = result.counts
@@ -210,7 +244,15 @@ def run_report(args: argparse.Namespace) -> int:
     from ..tune.report import write_report
     from ..tune.storage import default_storage
 
-    for path in write_report(args.storage or default_storage(args.results), args.study, args.out):
+    checks.input_folder(args.results)
+    checks.output_folder(args.out, "--out")
+    storage = args.storage or default_storage(args.results)
+    names = checks.existing_studies(storage, "--storage" if args.storage else "default storage")
+    if args.study not in names:   # before matplotlib is imported (it writes its config folder)
+        raise ValueError(f"--study {args.study!r}: no such study in {checks.hidden(storage)}; valid: "
+                         f"{', '.join(sorted(names)) or 'none yet (run gemmgen search)'}")
+    checks.plotting("gemmgen report")
+    for path in write_report(storage, args.study, args.out):
         print(f"wrote {path}")
     return 0
 

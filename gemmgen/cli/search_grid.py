@@ -177,9 +177,10 @@ def _store(args: argparse.Namespace, task: Any, r: dict, fp: dict) -> str:
     from ..kernel.config import KernelConfig
     from ..records.entry import Entry
     from ..records.store import record
+    from .search_timings import fp_arch
 
     entry = Entry.new(task.shape.key, KernelConfig.from_dict(r["config"]), r["tflops"], r["cublas_tflops"],
-                      r["measured"])
+                      r["measured"], arch=fp_arch(fp))
     return record(fp, [entry], args.results).entries[entry.key].name
 
 

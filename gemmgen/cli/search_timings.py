@@ -79,6 +79,15 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
                                 "skipped": len(timed), "file": str(results_path(args, ctx["fp"]))}
 
 
+def fp_arch(fp: dict) -> str:
+    """The sm_XX of a device fingerprint (what its winners' sources are rendered for).
+
+    >>> fp_arch({"name": "NVIDIA H100 80GB HBM3", "cc": "9.0"})
+    'sm_90'
+    """
+    return "sm_" + str(fp["cc"]).replace(".", "")
+
+
 def _batch(args: argparse.Namespace, done: Any, state: dict, ctx: dict) -> None:
     """Record one batch's times, and its fastest kernel per accuracy class as the shape's entry."""
     from ..base.outcome import Measurement
@@ -102,13 +111,13 @@ def _batch(args: argparse.Namespace, done: Any, state: dict, ctx: dict) -> None:
     state["measured"] += sum("tflops" in r for r in rows)
     state["failed"] += sum("failure" in r for r in rows)
     if rows:
-        saved = record(ctx["fp"], _entries(shape, best, state["entries"]), args.results, timings=timings)
+        saved = record(ctx["fp"], _entries(shape, best, state["entries"], fp_arch(ctx["fp"])), args.results, timings=timings)
         state["entries"] = dict(saved.entries)
     what = out.batch_summary(shape.key, rows) if rows else f"timings {shape.key}: not started (--timings-timeout)"
     out.say(state["progress"].line(done.device, what, done.seconds))
 
 
-def _entries(shape: Any, best: dict, entries: dict) -> list:
+def _entries(shape: Any, best: dict, entries: dict, arch: str) -> list:
     """Entries for the fastest timed kernel of each accuracy class, unless it already holds the key."""
     from ..records.entry import Entry
     from ..records.keys import entry_key
@@ -117,5 +126,5 @@ def _entries(shape: Any, best: dict, entries: dict) -> list:
     for precision, (config, tflops, m) in best.items():
         held = entries.get(entry_key(shape, precision))
         if held is None or held.name != config.name:
-            new.append(Entry.new(shape.key, config, tflops, m.cublas_tflops, 0))   # 0 trials: timed, not searched
+            new.append(Entry.new(shape.key, config, tflops, m.cublas_tflops, 0, arch=arch))   # 0 trials: timed, not searched
     return new

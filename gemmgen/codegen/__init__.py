@@ -3,6 +3,7 @@
 - ``render``: :func:`render` / :func:`emit` (validate for a target, then render),
   :func:`render_validated` (for configs validated already), :class:`KernelSource`;
 - ``facts``: what templates need beyond the config (header lines, how each tile is loaded);
+- ``build_line``: the nvcc command an emitted source's header prints, and the flags nvcc builds with;
 - ``smem``: where the tensor-core families put a tile's elements in shared memory (swizzles).
 """
 from .facts import accepts_text, launch_lines

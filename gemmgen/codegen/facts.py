@@ -17,18 +17,20 @@ from types import SimpleNamespace
 
 from ..kernel.config import EPILOGUE_LD, HALF, KernelConfig
 from . import smem
+from .build_line import build_line
 
 _VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load
 
 
-def facts(c: KernelConfig, command: str) -> SimpleNamespace:
-    """Everything the family's template reads from ``g``."""
-    config_json = json.dumps(c.to_dict(), sort_keys=True)
+def facts(c: KernelConfig, command: str, arch: str, harness: bool = False) -> SimpleNamespace:
+    """Everything the family's template reads from ``g``; ``arch`` is what the source is built for
+    (the config's target: sm_90a for wgmma), ``harness`` whether it is a whole program."""
     g = SimpleNamespace(
         command=command,
+        build=build_line(arch, harness),
         accepts=accepts_text(c),
         launch_lines=launch_lines(c),
-        config_lines=[config_json[i:i + 96] for i in range(0, len(config_json), 96)],
+        config_lines=config_lines(c),
         a_index=lambda m, k: f"(long long)({k}) * lda + ({m})" if c.a_transposed else f"(long long)({m}) * lda + ({k})",
         b_index=lambda k, n: f"(long long)({n}) * ldb + ({k})" if c.b_transposed else f"(long long)({k}) * ldb + ({n})",
     )
@@ -39,6 +41,28 @@ def facts(c: KernelConfig, command: str) -> SimpleNamespace:
     elif c.family in HALF:
         _half_facts(c, g)
     return g
+
+
+def config_lines(c: KernelConfig, width: int = 96) -> list[str]:
+    """The config's JSON wrapped between its key-value pairs, never inside one: the lines, with
+    the comment marks taken off, are the JSON that ``gemmgen emit --config`` reads back.
+
+    >>> lines = config_lines(KernelConfig(label="v5 with BK=16, stages=3"))
+    >>> json.loads("\\n".join(lines)) == KernelConfig(label="v5 with BK=16, stages=3").to_dict()
+    True
+    >>> max(map(len, lines)) <= 96, lines[0][:12]
+    (True, '{"BK": 8, "B')
+    """
+    items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(c.to_dict().items())]
+    lines = ["{" + items[0]]
+    for item in items[1:]:
+        if len(lines[-1]) + len(item) + 3 > width:   # ", " before it, "," or "}" after
+            lines[-1] += ","
+            lines.append(" " + item)   # continuation lines line up under the first key
+        else:
+            lines[-1] += f", {item}"
+    lines[-1] += "}"
+    return lines
 
 
 def _simt_facts(c: KernelConfig, g: SimpleNamespace) -> None:

@@ -3,7 +3,8 @@
 Templates render with ``StrictUndefined``: a missing variable is an error here, never a broken
 ``.cu`` that nvcc rejects later. Only validated configs are rendered, and always against a named
 target: :func:`render` validates for the target it is given; :func:`render_validated` is for
-callers that validated the config against their real target already (a search trial, the runtime).
+callers that validated the config against their real target already (a search trial, the runtime),
+and still name that target's architecture: the header's ``// Build:`` line is the nvcc command for it.
 
 >>> from gemmgen.kernel.presets import preset
 >>> src = emit(preset("v5"), "sm_90")
@@ -20,7 +21,7 @@ import jinja2
 
 from ..base.paths import data_dir
 from ..kernel.config import KernelConfig
-from ..kernel.rules import DeviceLike, validate
+from ..kernel.rules import DeviceLike, as_device, validate
 from .facts import facts
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
@@ -68,7 +69,7 @@ def emit(config: KernelConfig, target: DeviceLike, command: str | None = None, h
     """CUDA source of a config, validated for ``target`` (a DeviceSpec, GPU name or sm_XX).
 
     ``command`` is written into the header; ``harness`` appends a main() that checks the kernel
-    against cuBLAS and times it (build with ``nvcc -O3 -arch=sm_90 k.cu -lcublas``).
+    against cuBLAS and times it (the header's ``// Build:`` line is the nvcc command that builds it).
     """
     return render(config, target, command, harness).code
 
@@ -77,17 +78,19 @@ def render(config: KernelConfig, target: DeviceLike, command: str | None = None,
            harness: bool = False) -> KernelSource:
     """Validate the config for ``target``, then render it (raises InvalidConfig listing every violated rule)."""
     validate(config, target)
-    return render_validated(config, command, harness)
+    return render_validated(config, as_device(target).arch, command, harness)
 
 
-def render_validated(config: KernelConfig, command: str | None = None, harness: bool = False) -> KernelSource:
-    """Render a config its caller has validated against the target it will run on.
+def render_validated(config: KernelConfig, arch: str, command: str | None = None,
+                     harness: bool = False) -> KernelSource:
+    """Render a config its caller has validated against the target it will run on, a GPU of ``arch``
+    (sm_XX; the header's build line names the config's target of it, sm_90a for wgmma).
 
     >>> from gemmgen.kernel.presets import preset
-    >>> render_validated(preset("v12")).kernel_names[0].endswith("_scale")
+    >>> render_validated(preset("v12"), "sm_90").kernel_names[0].endswith("_scale")
     True
     """
-    g = facts(config, command or f"gemmgen emit --config <json of {config.name}>")
+    g = facts(config, command or f"gemmgen emit --config <json of {config.name}>", config.target_arch(arch), harness)
     env = environment()
     template = WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
     code = env.get_template(template).render(c=config, g=g)

@@ -101,7 +101,14 @@ class KernelConfig:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(known)}")
-        values = {k: coerce(k, v, type(getattr(cls(), k))) for k, v in data.items()}
+        values, errors = {}, []
+        for k, v in data.items():   # name every bad value at once, not only the first
+            try:
+                values[k] = coerce(k, v, type(getattr(cls(), k)))
+            except ConfigError as err:
+                errors.append(str(err))
+        if errors:
+            raise ConfigError("; ".join(errors))
         return cls(**values)
 
     def replace(self, **changes: Any) -> "KernelConfig":

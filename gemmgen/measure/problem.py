@@ -6,8 +6,8 @@ A and B are stored in the problem's dtype (f32, f16, or bf16 kept as uint16 bit 
 has no bfloat16 of its own without ml_dtypes); C is always fp32. The float64 reference is computed
 from the stored values, so rounding the inputs to half precision is not counted as error. On a GPU:
 
-    >>> p = Problem(Shape(64, 48, 32, "NT"), seed=1, dtype="bf16")   # doctest: +SKIP
-    >>> p.operands(alpha=1.0, beta=0.0).ldb, p.a_store.dtype.name    # doctest: +SKIP
+    >>> p = Problem(Shape(64, 48, 32, "NT"), seed=1, dtype="bf16")   # doctest: +GPU
+    >>> p.operands(alpha=1.0, beta=0.0).ldb, p.a_store.dtype.name    # doctest: +GPU
     (32, 'uint16')
 """
 from __future__ import annotations

@@ -51,7 +51,7 @@ class Session:
             bad = [] if validated else explain(config, self.spec)
             if bad:
                 raise Rejected("; ".join(map(str, bad)))
-            src = render_validated(config) if code is None else KernelSource(config, code)
+            src = render_validated(config, self.spec.arch) if code is None else KernelSource(config, code)
             self._kernels[key] = LoadedKernel(config, compile_source(src, self.spec.arch))
         return self._kernels[key]
 

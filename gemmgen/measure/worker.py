@@ -4,8 +4,9 @@ An illegal memory access, a trap or a hang kills only the worker; the caller get
 (RuntimeFailure, Timeout) and the next call starts a fresh worker, so later measurements are
 unaffected.
 
-    >>> with MeasureWorker(device_id=0) as w:                      # doctest: +SKIP
-    ...     m = w.call("measure", preset("v10"), Shape(4096, 4096, 4096))   # needs a GPU
+    >>> from gemmgen.kernel.presets import preset
+    >>> with MeasureWorker(device_id=0) as w:                      # doctest: +GPU
+    ...     m = w.call("measure", preset("v10"), Shape(4096, 4096, 4096))
 """
 from __future__ import annotations
 

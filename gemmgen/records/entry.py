@@ -1,7 +1,7 @@
 """One entry of the tuned-kernel database: the best kernel of a shape, layout and accuracy class on a GPU.
 
 >>> from gemmgen.kernel.presets import preset
->>> e = Entry.new("512x512x512/TN", preset("v6").replace(layout="TN"), 9.0, 10.0, 40)
+>>> e = Entry.new("512x512x512/TN", preset("v6").replace(layout="TN"), 9.0, 10.0, 40, arch="sm_90")
 >>> e.key, e.ratio, e.kernel_config.layout
 ('512x512x512/TN', 0.9, 'TN')
 """
@@ -46,16 +46,21 @@ class Entry:
 
     @classmethod
     def new(cls, key: str, config: KernelConfig, tflops: float, cublas_tflops: float, trials: int,
-            source_hash: str | None = None, date: str | None = None) -> "Entry":
+            source_hash: str | None = None, date: str | None = None, *, arch: str | None = None) -> "Entry":
         """An entry for a fresh winner, keyed by shape and the config's precision; the source hash
-        defaults to ``render_validated(config).digest``.
+        defaults to ``render_validated(config, arch).digest``: the source as rendered for the GPU
+        (``arch``, its sm_XX) that measured it, whose header names that target's build line.
 
         >>> from gemmgen.kernel.presets import preset
-        >>> Entry.new("64x64x64", preset("v1"), 1.0, 2.0, 5).key, Entry.new("64x64x64", preset("tf32"), 1.0, 2.0, 5).key
-        ('64x64x64/NN', '64x64x64/NN/tf32')
+        >>> Entry.new("64x64x64", preset("v1"), 1.0, 2.0, 5, arch="sm_86").key
+        '64x64x64/NN'
+        >>> Entry.new("64x64x64", preset("tf32"), 1.0, 2.0, 5, "h" * 64).key
+        '64x64x64/NN/tf32'
         """
         if source_hash is None:   # the winner was validated on its GPU by the search that measured it
-            source_hash = render_validated(config).digest
+            if arch is None:
+                raise TypeError("Entry.new needs the source_hash, or the arch it was measured on to render it for")
+            source_hash = render_validated(config, arch).digest
         ratio = round(tflops / cublas_tflops, 4) if cublas_tflops else 0.0
         shape, precision = parse_key(key) if key.count("/") == 2 else (Shape.parse(key, config.layout), config.precision)
         if precision != config.precision:

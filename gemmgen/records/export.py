@@ -31,7 +31,7 @@ def export(device: str | Mapping, shape_key: str, out_dir: str | os.PathLike,
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.records.store import record
     >>> folder = tempfile.mkdtemp()
-    >>> _ = record({"name": "Example GPU", "cc": "9.0"}, [Entry.new("1024x1024x1024", preset("v6"), 9.0, 10.0, 50)], folder)
+    >>> _ = record({"name": "Example GPU", "cc": "9.0"}, [Entry.new("1024x1024x1024", preset("v6"), 9.0, 10.0, 50, arch="sm_90")], folder)
     >>> cu, manifest = export("Example GPU", "1024x1024x1024", tempfile.mkdtemp(), folder)
     >>> cu.suffix, 'extern "C"' in cu.read_text()
     ('.cu', True)

@@ -18,7 +18,7 @@ def list_rows(results: Results = None) -> list[dict[str, Any]]:
     >>> from gemmgen.records.entry import Entry
     >>> from gemmgen.records.store import record
     >>> folder = tempfile.mkdtemp()
-    >>> _ = record({"name": "Example GPU"}, [Entry.new("256x256x256", preset("v6"), 1.5, 3.0, 9)], folder)
+    >>> _ = record({"name": "Example GPU"}, [Entry.new("256x256x256", preset("v6"), 1.5, 3.0, 9, arch="sm_90")], folder)
     >>> [(r["shapes"], r["best_ratio"]) for r in list_rows(folder) if r["device"] == "Example GPU"]
     [(1, 0.5)]
     """

@@ -9,7 +9,7 @@ the runtime's dispatch rule, :mod:`gemmgen.runtime.dispatch`.)
 >>> from gemmgen.records.entry import Entry
 >>> from gemmgen.records.store import record
 >>> folder = tempfile.mkdtemp()
->>> _ = record({"name": "Example GPU"}, [Entry.new("256x256x256", preset("v6"), 1.5, 3.0, 9)], folder)
+>>> _ = record({"name": "Example GPU"}, [Entry.new("256x256x256", preset("v6"), 1.5, 3.0, 9, arch="sm_90")], folder)
 >>> list(load_device("Example GPU", folder).entries)
 ['256x256x256/NN']
 """

@@ -27,7 +27,7 @@ only. Results of different GPUs are never mixed in one file.
 >>> from gemmgen.kernel.presets import preset
 >>> from gemmgen.records.entry import Entry
 >>> fp = {"name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "sm_count": 132}
->>> e = Entry.new("4096x4096x4096/NN", preset("v10"), tflops=21.0, cublas_tflops=25.0, trials=200)
+>>> e = Entry.new("4096x4096x4096/NN", preset("v10"), tflops=21.0, cublas_tflops=25.0, trials=200, arch="sm_90")
 >>> saved = record(fp, [e], results=tempfile.mkdtemp())
 >>> saved.path.name, saved.entries["4096x4096x4096/NN"].ratio
 ('nvidia-h100-80gb-hbm3.json', 0.84)

@@ -127,10 +127,10 @@ def packed(x, layout: str, align: int):
     returned as a view of the same shape and layout. Kernels read such rows with 16-byte copies; rows
     that do not start on 16 bytes take 4-byte copies, up to twice as slow (dispatch decides).
 
-    >>> import cupy                                                          # doctest: +SKIP
-    >>> a = cupy.arange(15, dtype=cupy.float32).reshape(3, 5)                # doctest: +SKIP
-    >>> p = packed(a, "N", 4)                                                # doctest: +SKIP
-    >>> p.strides, bool((p == a).all())                                      # doctest: +SKIP
+    >>> import cupy                                                          # doctest: +GPU
+    >>> a = cupy.arange(15, dtype=cupy.float32).reshape(3, 5)
+    >>> p = packed(a, "N", 4)
+    >>> p.strides, bool((p == a).all())
     ((32, 4), True)
     """
     import cupy

@@ -1,7 +1,11 @@
 """``gemmgen.bench``: time configs against cuBLAS on this GPU, each in an isolated measuring worker.
 
->>> rows = gemmgen.bench([gemmgen.preset("v10")], ["2048x2048x2048"])   # doctest: +SKIP
->>> print(gemmgen.measure.benchmark.table(rows))                        # doctest: +SKIP
+>>> import gemmgen
+>>> rows = gemmgen.bench([gemmgen.preset("v10")], ["2048x2048x2048"])   # doctest: +GPU
+>>> len(rows), rows[0].measurement is not None                          # doctest: +GPU
+(1, True)
+
+``print(gemmgen.measure.benchmark.table(rows))`` shows them as a table.
 """
 from __future__ import annotations
 

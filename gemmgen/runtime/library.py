@@ -6,8 +6,10 @@ the nearest tuned shape that accepts the request; else the class's preset (:mod:
 one warning, or an error with strict=True. A kernel is validated once, against this GPU, when it is
 loaded; the choice is cached per request (shape, layout, leading dimensions, class, family).
 
->>> lib = gemmgen.load()                                  # doctest: +SKIP
->>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
+>>> import gemmgen
+>>> lib = gemmgen.load()                                  # doctest: +GPU
+>>> lib.kernel_for(4096, 4096, 4096, "NN").config.name.startswith("gg_")    # doctest: +GPU
+True
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from ..base.devices import DeviceSpec, detect, fingerprint, resolve_alias
+from ..base.devices import DeviceSpec, detect, fingerprint, require_gpu, resolve_alias
 from ..build.nvrtc import compile_source
 from ..codegen.render import render, render_validated
 from ..kernel.config import KernelConfig
@@ -46,7 +48,7 @@ class Kernel:
 
     @property
     def source(self) -> str:
-        return render_validated(self.config).code   # validated for this GPU when it was loaded
+        return render_validated(self.config, self.loaded.binary.arch).code   # validated for this GPU when loaded
 
     def __call__(self, ops: Operands, stream=None) -> None:
         self.loaded.launch(ops, stream)
@@ -159,9 +161,12 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
 
     ``gpu="auto"`` uses the current CUDA device; a name ("h100") must match it.
 
-    >>> lib = gemmgen.load()                                  # doctest: +SKIP
-    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name    # doctest: +SKIP
+    >>> import gemmgen
+    >>> lib = gemmgen.load()                                  # doctest: +GPU
+    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name.startswith("gg_")    # doctest: +GPU
+    True
     """
+    require_gpu(device_id or 0)   # CuPy, the driver and a GPU, or one line saying what is missing
     import cupy
 
     dev = cupy.cuda.Device().id if device_id is None else device_id

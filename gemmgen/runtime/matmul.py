@@ -3,19 +3,20 @@
 On a GPU (C = A @ B; C = 2 A@B + C with B column-major; TF32 tensor cores, ~3e-4 relative error;
 half inputs with a float32 C):
 
->>> import cupy, gemmgen                                                # doctest: +SKIP
->>> A = cupy.random.rand(1000, 700, dtype=cupy.float32)                 # doctest: +SKIP
->>> B = cupy.random.rand(700, 300, dtype=cupy.float32)                  # doctest: +SKIP
->>> C = gemmgen.matmul(A, B)                                            # doctest: +SKIP
->>> C = gemmgen.matmul(A, B.T.copy().T, out=C, alpha=2.0, beta=1.0)     # doctest: +SKIP
->>> C = gemmgen.matmul(A, B, precision="tf32")                          # doctest: +SKIP
->>> C = gemmgen.matmul(A.astype(cupy.float16), B.astype(cupy.float16))  # doctest: +SKIP
+>>> import cupy, gemmgen                                                # doctest: +GPU
+>>> A = cupy.random.rand(1000, 700, dtype=cupy.float32)
+>>> B = cupy.random.rand(700, 300, dtype=cupy.float32)
+>>> C = gemmgen.matmul(A, B)
+>>> C = gemmgen.matmul(A, B.T.copy().T, out=C, alpha=2.0, beta=1.0)
+>>> C = gemmgen.matmul(A, B, precision="tf32")
+>>> C = gemmgen.matmul(A.astype(cupy.float16), B.astype(cupy.float16))
 """
 from __future__ import annotations
 
 import contextlib
 from typing import Any, Optional
 
+from ..base.devices import require_gpu
 from ..measure.launch import Operands
 from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps, packed
 from .library import library_for
@@ -40,9 +41,16 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     CuPy array is returned (``out`` itself otherwise, written in place). Nothing is copied; strides
     that no kernel can read raise ValueError. ``stream``: a CuPy stream (default: the current one).
 
-    >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +SKIP
+    >>> import cupy, gemmgen                                                 # doctest: +GPU
+    >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +GPU
+    >>> float(C[0, 0]), C.shape                                              # doctest: +GPU
+    (32.0, (64, 16))
     """
-    import cupy
+    try:
+        import cupy
+    except ImportError:
+        require_gpu()   # raises NoGpu: what to install
+        raise
 
     (a, ta), (b, tb) = input_matrix(A, "A"), input_matrix(B, "B")
     check_matrix(a, "A")

@@ -73,7 +73,7 @@ def enqueue_presets(study: optuna.Study, plan: SearchPlan) -> list[str]:
     >>> from gemmgen.base import Shape
     >>> from gemmgen.tune.plan import make_plan
     >>> plan = make_plan(Shape(100, 100, 100), "rtx3090", storage="sqlite:///:memory:", study="odd")
-    >>> study = optuna.create_study(storage=open_storage(plan.storage), study_name="odd")
+    >>> study = optuna.create_study(study_name="odd")   # a fresh in-memory study each time
     >>> enqueue_presets(study, plan)[-2:]   # checked-bounds presets fit any shape
     ['v12', 'v13']
     """

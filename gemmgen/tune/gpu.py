@@ -48,7 +48,7 @@ class NvrtcPrepare:
     arch: str
 
     def __call__(self, config: KernelConfig) -> None:
-        compile_source(render_validated(config), self.arch)
+        compile_source(render_validated(config, self.arch), self.arch)
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,9 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from ..base.devices import MissingDependency
 from .storage import StudyError, open_storage
 from .trial_stats import is_measured
-
-
-class MissingDependency(ImportError):
-    """An optional package a command needs is not installed; the message says how to install it."""
 
 
 def _pyplot():

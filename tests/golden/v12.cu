@@ -11,13 +11,14 @@
 //   block = (256, 1, 1)
 //   dynamic shared memory = 16640 bytes
 //
-// Config:
-//   {"BK": 8, "BM": 128, "BN": 128, "TM": 4, "TN": 4, "WM": 64, "WMITER": 2, "WN": 32, "WNITER": 2, 
-//   "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32", "
-//   family": "simt", "frag": "lds", "label": "v12", "layout": "NN", "min_blocks": 1, "mma": "sync", 
-//   "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": true, "raster": 8, "reduce": "atomic", "sp
-//   lit_k": 4, "stages": 2, "swz_a": 1, "swz_b": 1, "vec": 4}
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
+//   {"BK": 8, "BM": 128, "BN": 128, "TM": 4, "TN": 4, "WM": 64, "WMITER": 2, "WN": 32, "WNITER": 2,
+//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32",
+//    "family": "simt", "frag": "lds", "label": "v12", "layout": "NN", "min_blocks": 1,
+//    "mma": "sync", "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": true, "raster": 8,
+//    "reduce": "atomic", "split_k": 4, "stages": 2, "swz_a": 1, "swz_b": 1, "vec": 4}
 //
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
 // Produced by: gemmgen emit golden v12
 // =====================================================================================================
 
@@ -35,7 +36,7 @@ constexpr int STAGES = 2;
 constexpr int AS_LD = 132;   // A's shared row: BM + 4 pad (shifts each row 4 banks so column walks spread over banks)
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
 constexpr int A_STAGE = 1056, B_STAGE = 1024;  // floats per stage
-constexpr int SPLIT_K = 4;
+constexpr int SPLIT_K = 4;                                 // K slices, one per blockIdx.z
 
 // Shared-memory offsets. 
 __device__ __forceinline__ int a_off(int k, int m) {

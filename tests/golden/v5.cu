@@ -10,13 +10,14 @@
 //   block = (256, 1, 1)
 //   dynamic shared memory = 8192 bytes
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 8, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 16, "WMITER": 1, "WN": 128, "WNITER": 1,
 //    "a_kmajor": false, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32",
 //    "family": "simt", "frag": "lds", "label": "v5", "layout": "NN", "min_blocks": 1, "mma": "sync",
-//    "pad_a": 0, "pad_b": 0, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic", "
-//   split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 1}
+//    "pad_a": 0, "pad_b": 0, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic",
+//    "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 1}
 //
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
 // Produced by: gemmgen emit golden v5
 // =====================================================================================================
 
@@ -34,7 +35,6 @@ constexpr int STAGES = 1;
 constexpr int AS_LD = 8;   // A's shared row: BK + 0 pad
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
 constexpr int A_STAGE = 1024, B_STAGE = 1024;  // floats per stage
-constexpr int SPLIT_K = 1;
 
 // Shared-memory offsets. 
 __device__ __forceinline__ int a_off(int k, int m) {
@@ -68,7 +68,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x1
     float* const sB = smem + STAGES * A_STAGE;
 
     // ---- which tile of C this block owns ------------------------------------------------------------
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int tiles_n = (N + BN - 1) / BN;
     const int pid = blockIdx.x;
     // Row-major order of tiles: consecutive blocks share a row of A.
     const int bm0 = (pid / tiles_n) * BM;

@@ -10,13 +10,14 @@
 //   block = (256, 1, 1)
 //   dynamic shared memory = 8320 bytes
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 8, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 16, "WMITER": 1, "WN": 128, "WNITER": 1,
-//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32", 
-//   "family": "simt", "frag": "lds", "label": "v6", "layout": "NN", "min_blocks": 1, "mma": "sync", 
-//   "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic", "s
-//   plit_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 4}
+//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32",
+//    "family": "simt", "frag": "lds", "label": "v6", "layout": "NN", "min_blocks": 1, "mma": "sync",
+//    "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic",
+//    "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 4}
 //
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
 // Produced by: gemmgen emit golden v6_harness
 // =====================================================================================================
 
@@ -34,7 +35,6 @@ constexpr int STAGES = 1;
 constexpr int AS_LD = 132;   // A's shared row: BM + 4 pad (shifts each row 4 banks so column walks spread over banks)
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
 constexpr int A_STAGE = 1056, B_STAGE = 1024;  // floats per stage
-constexpr int SPLIT_K = 1;
 
 // Shared-memory offsets. 
 __device__ __forceinline__ int a_off(int k, int m) {
@@ -69,7 +69,7 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x1
     float* const sB = smem + STAGES * A_STAGE;
 
     // ---- which tile of C this block owns ------------------------------------------------------------
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int tiles_n = (N + BN - 1) / BN;
     const int pid = blockIdx.x;
     // Row-major order of tiles: consecutive blocks share a row of A.
     const int bm0 = (pid / tiles_n) * BM;
@@ -218,7 +218,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x1
 
 // =====================================================================================================
 // Test harness (gemmgen emit --harness): checks gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r1_s1r_flds_k1_chk against cuBLAS and times both.
-//   build: nvcc -O3 -arch=sm_90 k.cu -lcublas -o k        (use your GPU's sm_XX)
+//   build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
+//          A CUDA toolkit without cuBLAS: use NVIDIA's wheel (in gemmgen[cuda13]; CUDA 12: nvidia-cublas-cu12,
+//          nvidia.cublas and libcublas.so.12), CUBLAS=$(python -c "import nvidia.cu13; print(nvidia.cu13.__path__[0])"),
+//          and in place of -lcublas: -I$CUBLAS/include -L$CUBLAS/lib -l:libcublas.so.13 -Xlinker=-rpath,$CUBLAS/lib
 //   run:   ./k M N K [alpha [beta]]                         (defaults: 4096 4096 4096 1 0)
 // It fills A and B with random non-zero values and runs two checks against cublasSgemm:
 //   1. beta = 0 with C filled with NaN first: a kernel that reads C when beta == 0, or leaves an

@@ -10,13 +10,14 @@
 //   block = (256, 1, 1)
 //   dynamic shared memory = 16640 bytes
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 8, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 16, "WMITER": 1, "WN": 128, "WNITER": 1,
-//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32", 
-//   "family": "simt", "frag": "lds", "label": "v8", "layout": "NN", "min_blocks": 1, "mma": "sync", 
-//   "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": false, "raster": 8, "reduce": "atomic", "s
-//   plit_k": 1, "stages": 2, "swz_a": 1, "swz_b": 1, "vec": 4}
+//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32",
+//    "family": "simt", "frag": "lds", "label": "v8", "layout": "NN", "min_blocks": 1, "mma": "sync",
+//    "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": false, "raster": 8, "reduce": "atomic",
+//    "split_k": 1, "stages": 2, "swz_a": 1, "swz_b": 1, "vec": 4}
 //
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
 // Produced by: gemmgen emit golden v8
 // =====================================================================================================
 
@@ -34,7 +35,6 @@ constexpr int STAGES = 2;
 constexpr int AS_LD = 132;   // A's shared row: BM + 4 pad (shifts each row 4 banks so column walks spread over banks)
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
 constexpr int A_STAGE = 1056, B_STAGE = 1024;  // floats per stage
-constexpr int SPLIT_K = 1;
 
 // Shared-memory offsets. 
 __device__ __forceinline__ int a_off(int k, int m) {

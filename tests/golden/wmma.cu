@@ -10,13 +10,14 @@
 //   block = (512, 1, 1)
 //   dynamic shared memory = 20480 bytes
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 32, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 32, "WMITER": 1, "WN": 32, "WNITER": 1,
-//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f16", 
-//   "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "min_blocks": 1, "mma": "sync"
-//   , "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic", 
-//   "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
+//    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f16",
+//    "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "min_blocks": 1,
+//    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1,
+//    "reduce": "atomic", "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
 // Produced by: gemmgen emit golden wmma
 // =====================================================================================================
 
@@ -32,7 +33,6 @@ constexpr int STAGES = 1;
 constexpr int A_LD = 40, B_LD = 136;                   // shared row lengths in halves, padding included
 constexpr int A_STAGE = 5120, B_STAGE = 4352;  // halves per stage: A 128x40, B 32x136
 constexpr int EPI_LD = 20;                                  // floats per row of a warp's 16x16 epilogue slot
-constexpr int SPLIT_K = 1;
 
 // A and B hold fp16 (IEEE binary16) values, passed as their 16-bit patterns: the kernel only moves them
 // into shared memory and the tensor cores, so it needs neither cuda_fp16.h nor cuda_bf16.h.
@@ -101,7 +101,7 @@ extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x
     elem_t* const sB = sA + STAGES * A_STAGE;
 
     // ---- which tile of C this block owns ------------------------------------------------------------
-    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+    const int tiles_n = (N + BN - 1) / BN;
     const int pid = blockIdx.x;
     // Row-major order of tiles: consecutive blocks share a row of A.
     const int bm0 = (pid / tiles_n) * BM;

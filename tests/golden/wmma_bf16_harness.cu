@@ -10,13 +10,14 @@
 //   block = (256, 1, 1)
 //   dynamic shared memory = 81408 bytes (needs cudaFuncAttributeMaxDynamicSharedMemorySize)
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 32, "BM": 128, "BN": 256, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 64, "WNITER": 1,
-//    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "bf16", 
-//   "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "min_blocks": 1, "mma": "
-//   sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8, "reduce": "atom
-//   ic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
+//    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "bf16",
+//    "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "min_blocks": 1,
+//    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
+//    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
 // Produced by: gemmgen emit golden wmma_bf16_harness
 // =====================================================================================================
 
@@ -32,7 +33,6 @@ constexpr int STAGES = 3;
 constexpr int A_LD = 40, B_LD = 264;                   // shared row lengths in halves, padding included
 constexpr int A_STAGE = 5120, B_STAGE = 8448;  // halves per stage: A 128x40, B 32x264
 constexpr int EPI_LD = 20;                                  // floats per row of a warp's 16x16 epilogue slot
-constexpr int SPLIT_K = 1;
 
 // A and B hold bf16 (bfloat16) values, passed as their 16-bit patterns: the kernel only moves them
 // into shared memory and the tensor cores, so it needs neither cuda_fp16.h nor cuda_bf16.h.
@@ -374,7 +374,10 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
 
 // =====================================================================================================
 // Test harness (gemmgen emit --harness): checks gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16 against cuBLAS and times both.
-//   build: nvcc -O3 -arch=sm_90 k.cu -lcublas -o k        (use your GPU's sm_XX)
+//   build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
+//          A CUDA toolkit without cuBLAS: use NVIDIA's wheel (in gemmgen[cuda13]; CUDA 12: nvidia-cublas-cu12,
+//          nvidia.cublas and libcublas.so.12), CUBLAS=$(python -c "import nvidia.cu13; print(nvidia.cu13.__path__[0])"),
+//          and in place of -lcublas: -I$CUBLAS/include -L$CUBLAS/lib -l:libcublas.so.13 -Xlinker=-rpath,$CUBLAS/lib
 //   run:   ./k M N K [alpha [beta]]                         (defaults: 4096 4096 4096 1 0)
 // It fills A and B with random non-zero bf16 values and runs two checks against cublasGemmEx
 // (CUDA_R_16BF A and B, CUDA_R_32F C, CUBLAS_COMPUTE_32F: the same products, fp32 accumulation):

@@ -11,13 +11,14 @@
 //   dynamic shared memory = 76800 bytes (needs cudaFuncAttributeMaxDynamicSharedMemorySize)
 //   W: workspace of 2*M*N floats; then gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k2w_chk_f16_reduce<<<ceil(M*N/256), 256>>>(M, N, alpha, beta, C, ldc, W)
 //
-// Config:
+// Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 32, "BM": 128, "BN": 256, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 64, "WNITER": 1,
-//    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "f16", "
-//   family": "wmma", "frag": "lds", "label": "", "layout": "TN", "min_blocks": 1, "mma": "sync", "pa
-//   d_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8, "reduce": "workspace", "s
-//   plit_k": 2, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
+//    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "f16",
+//    "family": "wmma", "frag": "lds", "label": "", "layout": "TN", "min_blocks": 1, "mma": "sync",
+//    "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
+//    "reduce": "workspace", "split_k": 2, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
 // Produced by: gemmgen emit golden wmma_fast_tn_workspace
 // =====================================================================================================
 
@@ -33,7 +34,7 @@ constexpr int STAGES = 3;
 constexpr int A_LD = 136, B_LD = 264;                   // shared row lengths in halves, padding included
 constexpr int A_STAGE = 4352, B_STAGE = 8448;  // halves per stage: A 32x136, B 32x264
 constexpr int EPI_LD = 20;                                  // floats per row of a warp's 16x16 epilogue slot
-constexpr int SPLIT_K = 2;
+constexpr int SPLIT_K = 2;                                 // K slices, one per blockIdx.z
 
 // A and B hold fp16 (IEEE binary16) values, passed as their 16-bit patterns: the kernel only moves them
 // into shared memory and the tensor cores, so it needs neither cuda_fp16.h nor cuda_bf16.h.

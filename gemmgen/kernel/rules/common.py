@@ -11,14 +11,15 @@ The first three (FAMILY, LAYOUT, POSITIVE) are structural: later rules divide by
 from __future__ import annotations
 
 from ..config import DTYPES, FAMILIES, HALF, LAYOUTS, KernelConfig
-from .rule import RuleSet, choice
+from .rule import ANY_FAMILY, RuleSet, choice
 
 RULES = RuleSet()
 STRUCTURAL = ("FAMILY", "LAYOUT", "POSITIVE")
-_COUNTS = ("BM", "BN", "BK", "WM", "WN", "WMITER", "WNITER", "TM", "TN", "stages", "split_k", "raster", "min_blocks")
+_COUNTS = ("BM", "BN", "BK", "WM", "WN", "WMITER", "WNITER", "TM", "TN", "vec", "stages", "split_k", "raster",
+           "min_blocks")
 
 
-@RULES.add("FAMILY")
+@RULES.add("FAMILY", ANY_FAMILY)   # an unknown family too: no other rule applies to it
 def _family(c, d):
     return choice(c.family, FAMILIES)
 

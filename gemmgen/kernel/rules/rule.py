@@ -20,6 +20,7 @@ from ...base.devices import DeviceSpec
 from ..config import FAMILIES, KernelConfig
 
 Check = Callable[[KernelConfig, DeviceSpec], Optional[str]]
+ANY_FAMILY = "*"   # a rule for every config, whatever its family names (even one that does not exist)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Rule:
     families: tuple[str, ...]
 
     def applies(self, config: KernelConfig) -> bool:
-        return config.family in self.families
+        return ANY_FAMILY in self.families or config.family in self.families
 
 
 class RuleSet:
