@@ -95,19 +95,21 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     del ref
     spec = detect(cupy.cuda.Device().id)
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
-    kernel = gemmgen.load().kernel_for(M, N, K, layout, A.strides[0 if layout[0] == "N" else 1] // 4,
-                                       B.strides[0 if layout[1] == "N" else 1] // 4, N, family=family)
+    kernel, copy_a, copy_b = gemmgen.load().plan_for(M, N, K, layout, A.strides[0 if layout[0] == "N" else 1] // 4,
+                                                     B.strides[0 if layout[1] == "N" else 1] // 4, N, family=family)
     flops = 2.0 * M * N * K
     return {"shape": f"{M}x{N}x{K}", "layout": layout, "gemmgen_tflops": flops / t_gg.median / 1e9,
             "cublas_tflops": flops / t_cb.median / 1e9, "ratio": t_cb.median / t_gg.median,
             "gemmgen_ms": t_gg.median, "cublas_ms": t_cb.median, "kernel": kernel.config.name,
-            "family": kernel.config.family, "err_gemmgen": err_gg, "err_cublas": err_cb}
+            "family": kernel.config.family, "copies": "A" * copy_a + "B" * copy_b,
+            "err_gemmgen": err_gg, "err_cublas": err_cb}
 
 
 def table(rows: list[dict]) -> str:
     head = ("shape", "layout", "cuBLAS TFLOP/s", "gemmgen TFLOP/s", "ratio", "err gemmgen", "err cuBLAS", "kernel")
     body = [(r["shape"], r["layout"], f"{r['cublas_tflops']:.2f}", f"{r['gemmgen_tflops']:.2f}",
-             f"{r['ratio']:.2f}x", f"{r['err_gemmgen']:.1e}", f"{r['err_cublas']:.1e}", r["kernel"]) for r in rows]
+             f"{r['ratio']:.2f}x", f"{r['err_gemmgen']:.1e}", f"{r['err_cublas']:.1e}",
+             r["kernel"] + (f" (copies {r['copies']})" if r.get("copies") else "")) for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
     out = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, body)]
