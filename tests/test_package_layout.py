@@ -15,7 +15,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gemmgen"
 # The pipeline, in order. "gemmgen" is the package's own __init__: the public names, over every stage.
-STAGES = ("base", "kernel", "codegen", "build", "measure", "tune", "records", "runtime", "gemmgen", "cli")
+# "torch" (gemmgen.torch, the PyTorch operators) comes after the runtime it calls, and is imported only on
+# request: the package's __init__ never imports it, so `import gemmgen` works without PyTorch.
+STAGES = ("base", "kernel", "codegen", "build", "measure", "tune", "records", "runtime", "torch", "gemmgen", "cli")
+OPTIONAL = {"torch": "torch"}   # stage -> the package its modules need (their doctests skip without it)
 MAX_LINES = 300
 
 
@@ -96,6 +99,13 @@ def test_the_checks_can_fail():
     assert "gemmgen.kernel.config" in GRAPH["gemmgen.codegen.render"]
 
 
+def test_optional_stages_are_imported_on_request_only():
+    """Nothing outside gemmgen.torch imports it (so `import gemmgen` never needs PyTorch)."""
+    users = sorted(m for m, deps in GRAPH.items() if stage_of(m) not in OPTIONAL
+                   for d in deps if stage_of(d) in OPTIONAL)
+    assert not users, f"modules importing an optional stage ({', '.join(OPTIONAL)}): {users}"
+
+
 def test_every_module_lives_in_a_stage_folder():
     strays = [m for m in MODULES if stage_of(m) not in STAGES]
     assert not strays, f"modules outside the stage folders {STAGES}: {strays}"
@@ -131,5 +141,7 @@ def test_each_stage_says_what_it_offers():
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.endswith("__main__")))
 def test_docstring_examples_run(module, capsys):
+    if stage_of(module) in OPTIONAL:
+        pytest.importorskip(OPTIONAL[stage_of(module)])
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} docstring example(s) of {module} failed (output above)"
