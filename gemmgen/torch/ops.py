@@ -25,19 +25,23 @@ from typing import Optional
 import torch
 
 from .launch import gemm
-from .tensors import TRACE_ON, check_linear, check_matmul, rows
+from .tensors import TRACE_ON, check_linear, check_matmul, check_types, matrix, rows
 
 Tensor = torch.Tensor
 
 
 # ---- gemmgen::matmul ------------------------------------------------------------------------------
-@torch.library.custom_op("gemmgen::matmul", mutates_args=())
-def _matmul(a: Tensor, b: Tensor, precision: Optional[str] = None, family: Optional[str] = None) -> Tensor:
+# No defaults in the schemas: the dispatcher drops arguments equal to their defaults before autograd
+# sees them, which would shorten ctx.needs_input_grad (the public functions pass every argument).
+def _matmul_impl(a: Tensor, b: Tensor, precision: Optional[str], family: Optional[str]) -> Tensor:
     return gemm(a, b, check_matmul(a, b, precision, family), family)
 
 
+_matmul = torch.library.custom_op("gemmgen::matmul", _matmul_impl, mutates_args=())
+
+
 @_matmul.register_fake
-def _matmul_fake(a, b, precision=None, family=None):
+def _matmul_fake(a, b, precision, family):
     check_matmul(a, b, precision, family, TRACE_ON)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=torch.float32)
 
@@ -50,6 +54,7 @@ def _matmul_setup(ctx, inputs, output) -> None:
 def _matmul_backward(ctx, grad):
     a, b = ctx.saved_tensors
     need_a, need_b = ctx.needs_input_grad[:2]
+    grad = matrix(grad, "grad")[0]   # one copy here if no kernel reads its strides, not one per GEMM
     grad_a = _mm(grad, b.t(), a.dtype, ctx) if need_a else None   # dA = dC @ B^T
     grad_b = _mm(a.t(), grad, b.dtype, ctx) if need_b else None   # dB = A^T @ dC
     return grad_a, grad_b, None, None
@@ -59,9 +64,8 @@ _matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
 
 
 # ---- gemmgen::linear ------------------------------------------------------------------------------
-@torch.library.custom_op("gemmgen::linear", mutates_args=())
-def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, precision: Optional[str] = None,
-            family: Optional[str] = None) -> Tensor:
+def _linear_impl(x: Tensor, weight: Tensor, bias: Optional[Tensor], precision: Optional[str],
+                 family: Optional[str]) -> Tensor:
     cls = check_linear(x, weight, bias, precision, family)
     x2 = x.reshape(rows(x), x.shape[-1])   # a view where x's strides allow
     y = gemm(x2, weight.t(), cls, family, (*x.shape[:-1], weight.shape[0]))
@@ -70,8 +74,11 @@ def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, precision:
     return y
 
 
+_linear = torch.library.custom_op("gemmgen::linear", _linear_impl, mutates_args=())
+
+
 @_linear.register_fake
-def _linear_fake(x, weight, bias=None, precision=None, family=None):
+def _linear_fake(x, weight, bias, precision, family):
     check_linear(x, weight, bias, precision, family, TRACE_ON)
     return x.new_empty((*x.shape[:-1], weight.shape[0]), dtype=torch.float32)
 
@@ -85,7 +92,7 @@ def _linear_setup(ctx, inputs, output) -> None:
 def _linear_backward(ctx, grad):
     x, weight = ctx.saved_tensors
     need_x, need_w, need_b = ctx.needs_input_grad[:3]
-    g = grad.reshape(rows(grad), grad.shape[-1])   # (rows, out): a view of a contiguous dy
+    g = matrix(grad.reshape(rows(grad), grad.shape[-1]), "grad")[0]   # (rows, out): a view of a contiguous dy
     grad_x = _mm(g, weight, x.dtype, ctx).view(x.shape) if need_x else None              # dx = dy @ W
     grad_w = _mm(g.t(), x.reshape(rows(x), x.shape[-1]), weight.dtype, ctx) if need_w else None  # dW = dy^T @ x
     grad_b = g.sum(0).to(ctx.bias_dtype) if need_b else None
@@ -114,6 +121,7 @@ def matmul(a: Tensor, b: Tensor, *, precision: Optional[str] = None, family: Opt
 
     >>> c = matmul(torch.rand(64, 32, device="cuda"), torch.rand(16, 32, device="cuda").t())  # doctest: +SKIP
     """
+    check_types({"a": a, "b": b})   # the dispatcher's own error for a non-tensor is many lines long
     return torch.ops.gemmgen.matmul.default(a, b, precision, family)
 
 
@@ -126,4 +134,5 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, precisio
 
     >>> y = linear(torch.rand(8, 128, 256, device="cuda"), torch.rand(512, 256, device="cuda"))  # doctest: +SKIP
     """
+    check_types({"x": x, "weight": weight}, {"bias": bias})
     return torch.ops.gemmgen.linear.default(x, weight, bias, precision, family)

@@ -52,6 +52,13 @@ def matrix(t: torch.Tensor, what: str) -> tuple[torch.Tensor, str, int]:
     return t, letter, ld
 
 
+def check_types(required: dict, optional: Optional[dict] = None) -> None:
+    """TypeError naming the first argument (name -> value) that is not a tensor; ``optional`` ones may be None."""
+    for what, t in [*required.items(), *((k, v) for k, v in (optional or {}).items() if v is not None)]:
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{what} must be a torch.Tensor, got {type(t).__name__}")
+
+
 def check_tensor(t, what: str, devices: tuple = RUN_ON) -> str:
     """gemmgen's element type ("f32", "f16", "bf16") of a tensor argument, or TypeError naming it."""
     if not isinstance(t, torch.Tensor):
