@@ -61,7 +61,15 @@ def gemm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: st
             kernel = _kernel(dev, a.shape[0], out.shape[1], K, la + lb, lda, ldb, precision, family)
         ops = Operands(a.shape[0], out.shape[1], K, a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(),
                        out.shape[1], 1.0, 0.0)
-        kernel(ops, current_stream(dev))
+        workspace = _workspace(kernel, out)   # alive until the kernels are enqueued
+        kernel(ops, current_stream(dev), None if workspace is None else workspace.data_ptr())
+
+
+def _workspace(kernel: Kernel, out: torch.Tensor) -> Optional[torch.Tensor]:
+    """The partial sums of a split-K kernel that reduces through a workspace, from PyTorch's allocator
+    (stream-ordered on the current stream, and part of the graph under capture), or None."""
+    floats = kernel.loaded.workspace_floats(*out.shape)
+    return torch.empty(floats, dtype=torch.float32, device=out.device) if floats else None
 
 
 def _kernel(dev: int, M: int, N: int, K: int, layout: str, lda: int, ldb: int, precision: str,
