@@ -220,3 +220,77 @@ def test_linear_module_is_a_drop_in():
     layer = gt.Linear(4, 3, precision="tf32", device="meta")
     assert isinstance(layer, torch.nn.Linear) and layer(meta(2, 4)).shape == (2, 3)
     assert gt.Linear.from_linear(torch.nn.Linear(4, 3).eval()).training is False
+
+
+# ---- the launch, with the GPU faked -----------------------------------------------------------------
+class _FakeKernel:
+    """Records each launch; ``bounds`` and ``workspace`` stand for the picked config's."""
+
+    def __init__(self, bounds="checked", workspace=0):
+        import types
+
+        self.config = types.SimpleNamespace(bounds=bounds)
+        self.loaded = types.SimpleNamespace(workspace_floats=lambda M, N: workspace)
+        self.launches = []
+
+    def __call__(self, ops, stream, workspace):
+        self.launches.append((ops, stream, workspace))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """launch.gemm on CPU tensors: no device switch, a named stream, one fake kernel for every request."""
+    from gemmgen.torch import launch
+
+    state = {"kernel": _FakeKernel(), "picked": []}
+    monkeypatch.setattr(launch, "_current_device", lambda: None)
+    monkeypatch.setattr(launch, "current_stream", lambda dev: "torch's current stream")
+    monkeypatch.setattr(launch, "_kernel", lambda *key: state["picked"].append(key[4:7]) or state["kernel"])
+    return launch, state
+
+
+@pytest.mark.parametrize("a,b,request_", [
+    (lambda: torch.zeros(5, 8), lambda: torch.zeros(8, 6), ("NN", 8, 6)),
+    (lambda: torch.zeros(8, 5).t(), lambda: torch.zeros(8, 12)[:, :6], ("TN", 5, 12)),
+    (lambda: torch.zeros(5, 16)[:, :8], lambda: torch.zeros(6, 8).t(), ("NT", 16, 8)),
+])
+def test_launch_reads_operands_where_they_lie(fake_gpu, a, b, request_):
+    launch, state = fake_gpu
+    a, b = a(), b()
+    out = launch.gemm(a, b, "fp32", None)
+    (ops, stream, workspace), = state["kernel"].launches
+    assert state["picked"] == [request_] and stream == "torch's current stream" and workspace is None
+    assert (ops.M, ops.N, ops.K, ops.A, ops.B, ops.C, ops.ldc) == (5, 6, 8, a.data_ptr(), b.data_ptr(), out.data_ptr(), 6)
+    assert (ops.lda, ops.ldb, ops.alpha, ops.beta) == (*request_[1:], 1.0, 0.0)
+
+
+def test_launch_gives_a_fast_path_kernel_aligned_copies(fake_gpu):
+    launch, state = fake_gpu
+    state["kernel"] = _FakeKernel(bounds="none")
+    a = torch.zeros(4, 9)[:, 1:]            # rows of 8 floats starting 4 bytes into the storage
+    launch.gemm(a, torch.zeros(8, 4), "fp32", None)
+    assert state["picked"] == [("NN", 9, 4), ("NN", 8, 4)]
+    assert state["kernel"].launches[0][0].A % 16 == 0
+
+
+def test_launch_takes_the_workspace_from_torch(fake_gpu):
+    launch, state = fake_gpu
+    state["kernel"] = _FakeKernel(workspace=4 * 5 * 6)
+    launch.gemm(torch.zeros(5, 8), torch.zeros(8, 6), "fp32", None)
+    assert state["kernel"].launches[0][2] > 0
+
+
+def test_empty_products(fake_gpu):
+    launch, state = fake_gpu
+    assert launch.gemm(torch.zeros(0, 3), torch.zeros(3, 4), "fp32", None).shape == (0, 4)
+    assert torch.equal(launch.gemm(torch.zeros(2, 0), torch.zeros(0, 4), "fp32", None), torch.zeros(2, 4))
+    assert not state["kernel"].launches
+
+
+def test_a_new_request_inside_capture_is_refused_before_picking(monkeypatch):
+    from gemmgen.torch import launch
+
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    monkeypatch.setattr(launch, "library_for", lambda *a: pytest.fail("picked a kernel inside capture"))
+    with pytest.raises(RuntimeError, match="inside CUDA graph capture.*warm-up"):
+        launch._kernel(0, 11, 12, 13, "NN", 13, 12, "fp32", None)

@@ -5,6 +5,7 @@ CUDA graphs. Imported only on request (``import gemmgen`` never imports PyTorch)
   ``gemmgen::linear`` (fake implementations for torch.compile, backward through gemmgen's kernels);
 - ``nn``: :class:`Linear` (a drop-in ``nn.Linear``) and :func:`swap_linear` (in place, on a model);
 - ``launch``: one GEMM on tensors, on the current stream, into a tensor from PyTorch's allocator;
+  :func:`kernel_for` says which kernel serves a pair of tensors;
 - ``tensors``: argument checks and the layout of a tensor read from its strides.
 
 On a GPU (fp32-accurate by default for float32 tensors; 3xTF32 tensor cores where they are faster):
@@ -19,7 +20,8 @@ try:
 except ImportError as exc:   # pragma: no cover - depends on the environment
     raise ImportError("gemmgen.torch needs PyTorch (pip install torch); the rest of gemmgen works without it") from exc
 
+from .launch import kernel_for
 from .nn import Linear, swap_linear
 from .ops import linear, matmul
 
-__all__ = ["Linear", "linear", "matmul", "swap_linear"]
+__all__ = ["Linear", "kernel_for", "linear", "matmul", "swap_linear"]

@@ -20,7 +20,7 @@ import torch
 
 from ..measure.launch import Operands
 from ..runtime.library import Kernel, library_for
-from .tensors import matrix
+from .tensors import check_matmul, matrix
 
 _KERNELS: dict[tuple, Kernel] = {}   # (device, M, N, K, layout, lda, ldb, class, family) -> kernel
 _STREAMS: dict[tuple, Any] = {}      # (device, raw cudaStream_t) -> CuPy stream over it
@@ -126,6 +126,16 @@ def _device(dev: int):
     return cupy.cuda.Device(dev)
 
 
-def cached() -> int:
-    """How many requests have a kernel picked (what a warm-up call adds to)."""
-    return len(_KERNELS)
+def kernel_for(a: torch.Tensor, b: torch.Tensor, precision: Optional[str] = None,
+              family: Optional[str] = None) -> Kernel:
+    """The kernel ``gemmgen.torch.matmul(a, b, ...)`` launches for these tensors (picked now if new):
+    ``.config.label or .config.name`` says which, ``.config.layout`` how a and b were read.
+
+    >>> kernel_for(torch.rand(256, 64, device="cuda"), torch.rand(32, 64, device="cuda").t()).config.layout  # doctest: +SKIP
+    'NT'
+    """
+    cls = check_matmul(a, b, precision, family)
+    (a, la, lda), (b, lb, ldb) = matrix(a, "a"), matrix(b, "b")
+    dev = a.device.index
+    with contextlib.nullcontext() if _current_device() == dev else _device(dev):
+        return _kernel(dev, a.shape[0], b.shape[1], a.shape[1], la + lb, lda, ldb, cls, family)
