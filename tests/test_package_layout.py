@@ -14,7 +14,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gemmgen"
 # The pipeline, in order. "gemmgen" is the package's own __init__: the public names, over every stage.
-STAGES = ("base", "kernel", "codegen", "build", "measure", "tune", "records", "runtime", "gemmgen", "cli")
+# "torch" (gemmgen.torch, the PyTorch operators) comes after the runtime it calls, and is imported only on
+# request: the package's __init__ never imports it, so `import gemmgen` works without PyTorch.
+STAGES = ("base", "kernel", "codegen", "build", "measure", "tune", "records", "runtime", "torch", "gemmgen", "cli")
+OPTIONAL = {"torch": "torch"}   # stage -> the package its modules need (their doctests skip without it)
 MAX_LINES = 300
 
 
@@ -95,6 +98,13 @@ def test_the_checks_can_fail():
     assert "gemmgen.kernel.config" in GRAPH["gemmgen.codegen.render"]
 
 
+def test_optional_stages_are_imported_on_request_only():
+    """Nothing outside gemmgen.torch imports it (so `import gemmgen` never needs PyTorch)."""
+    users = sorted(m for m, deps in GRAPH.items() if stage_of(m) not in OPTIONAL
+                   for d in deps if stage_of(d) in OPTIONAL)
+    assert not users, f"modules importing an optional stage ({', '.join(OPTIONAL)}): {users}"
+
+
 def test_every_module_lives_in_a_stage_folder():
     strays = [m for m in MODULES if stage_of(m) not in STAGES]
     assert not strays, f"modules outside the stage folders {STAGES}: {strays}"
@@ -126,4 +136,3 @@ def test_each_stage_says_what_it_offers():
     for stage in STAGES[:-2] + ("cli",):
         init = PACKAGE / stage / "__init__.py"
         assert init.is_file() and ast.get_docstring(ast.parse(init.read_text())), f"{init} has no docstring"
-

@@ -100,8 +100,13 @@ class LoadedKernel:
             self.main.ptr, self.config.threads, self.config.smem_bytes)
         return blocks * self.config.threads / max_threads_per_sm
 
-    def launch(self, ops: Operands, stream=None) -> None:
-        """Enqueue the kernel sequence for one GEMM on ``stream`` (default: the current stream)."""
+    def launch(self, ops: Operands, stream=None, workspace: int | None = None) -> None:
+        """Enqueue the kernel sequence for one GEMM on ``stream`` (default: the current stream).
+
+        ``workspace``: a device pointer to :meth:`workspace_floats` floats for split-K kernels that
+        reduce through a workspace, owned by the caller (PyTorch's allocator, which CUDA graphs
+        capture); None allocates it from CuPy's pool.
+        """
         import cupy
 
         c = self.config
@@ -110,20 +115,24 @@ class LoadedKernel:
         if c.split_k == 1:   # hot path: one launch, no workspace, parameters packed by ctypes
             self._fast_launch(ops, stream)
             return
-        workspace = None
         if c.split_atomic:
             self._elementwise(f"{c.name}_scale", ops.M * ops.N, stream,
                               (i32(ops.M), i32(ops.N), f32(ops.beta), ptr(ops.C), i32(ops.ldc)))
-        elif c.split_workspace:
-            workspace = cupy.empty(c.split_k * ops.M * ops.N, dtype=cupy.float32)
+        elif c.split_workspace and workspace is None:
+            owned = cupy.empty(self.workspace_floats(ops.M, ops.N), dtype=cupy.float32)
+            workspace = owned.data.ptr
         args = (i32(ops.M), i32(ops.N), i32(ops.K), f32(ops.alpha), ptr(ops.A), i32(ops.lda), ptr(ops.B),
                 i32(ops.ldb), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
-                ptr(workspace.data.ptr if workspace is not None else 0))
+                ptr(workspace if c.split_workspace else 0))
         self.main(c.grid(ops.M, ops.N, ops.K), c.block(), args, shared_mem=c.smem_bytes, stream=stream)
-        if workspace is not None:
+        if c.split_workspace:
             self._elementwise(f"{c.name}_reduce", ops.M * ops.N, stream,
                               (i32(ops.M), i32(ops.N), f32(ops.alpha), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
-                               ptr(workspace.data.ptr)))
+                               ptr(workspace)))
+
+    def workspace_floats(self, M: int, N: int) -> int:
+        """Floats of workspace a launch on an M x N C needs: one partial C per split-K slice, or 0."""
+        return self.config.split_k * M * N if self.config.split_workspace else 0
 
     def _fast_launch(self, ops: Operands, stream) -> None:
         """cuLaunchKernel with a reused parameter buffer: CuPy's generic argument packing costs

@@ -50,8 +50,9 @@ class Kernel:
     def source(self) -> str:
         return render_validated(self.config, self.loaded.binary.arch).code   # validated for this GPU when loaded
 
-    def __call__(self, ops: Operands, stream=None) -> None:
-        self.loaded.launch(ops, stream)
+    def __call__(self, ops: Operands, stream=None, workspace: int | None = None) -> None:
+        """Launch on ``stream``; ``workspace``: see :meth:`LoadedKernel.launch` (split-K through a workspace)."""
+        self.loaded.launch(ops, stream, workspace)
 
 
 class KernelLibrary:

@@ -1,0 +1,287 @@
+"""gemmgen.torch on a GPU: values and gradients against float64 autograd within the fp32 accuracy gate, in
+every layout; batched linear with and without bias; torch.compile(fullgraph=True); CUDA-graph capture
+and replay; the current stream; no copies; one-line errors.
+
+The bound of each comparison is the gate's (:func:`gemmgen.measure.gate.allowed`): our relative
+Frobenius error against float64 may be at most 1.5x that of PyTorch's own result in the same mode
+(cuBLAS SGEMM with TF32 off for fp32) on the same inputs, never below the class's floor, never above
+its ceiling. gradcheck itself needs float64 kernels, which gemmgen does not have (the formulas are
+gradchecked in float64 on the CPU in tests/test_torch.py).
+"""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("PyTorch has no CUDA device here", allow_module_level=True)
+
+import gemmgen.torch as gt  # noqa: E402
+from gemmgen.measure.gate import allowed  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+CUDA = "cuda"
+
+
+@pytest.fixture(autouse=True)
+def strict_fp32():
+    """PyTorch's fp32 matmuls as strict SGEMM (the gate's fp32 baseline); restored afterwards."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """||out - ref||_F / ||ref||_F in float64."""
+    return float((out.double() - ref).norm() / ref.norm())
+
+
+def randn(*shape, seed: int, dtype=torch.float32) -> torch.Tensor:
+    g = torch.Generator(device=CUDA).manual_seed(seed)
+    return torch.randn(*shape, device=CUDA, generator=g).to(dtype)
+
+
+def operand(rows: int, cols: int, transposed: bool, seed: int, dtype=torch.float32) -> torch.Tensor:
+    """A rows x cols leaf tensor, row-major or a transposed view of a cols x rows one (layout T)."""
+    t = randn(cols, rows, seed=seed, dtype=dtype).t() if transposed else randn(rows, cols, seed=seed, dtype=dtype)
+    return t.requires_grad_()
+
+
+def leaves(*ts):
+    """Copies of leaf tensors in the same layout, as fresh leaves, and float64 ones."""
+    same = [t.detach().clone().requires_grad_() for t in ts]   # clone keeps the strides of a dense tensor
+    wide = [t.detach().double().requires_grad_() for t in ts]
+    return same, wide
+
+
+def assert_within_gate(mode: str, what: str, ours, theirs, exact) -> None:
+    err, base = rel_err(ours, exact), rel_err(theirs, exact)
+    bound = allowed(mode, base)
+    assert err <= bound, f"{what}: relative error {err:.3g} > {bound:.3g} (1.5 x PyTorch's {base:.3g}, floored)"
+
+
+# ---- values and gradients -------------------------------------------------------------------------
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("M,N,K", [(257, 129, 300), (1024, 768, 512)])
+def test_matmul_values_and_gradients(layout, M, N, K):
+    a, b = operand(M, K, layout[0] == "T", 1), operand(K, N, layout[1] == "T", 2)
+    (a32, b32), (a64, b64) = leaves(a, b)
+    grad = randn(M, N, seed=3)
+    out = gt.matmul(a, b)
+    out.backward(grad)
+    ref = a64 @ b64
+    ref.backward(grad.double())
+    theirs = a32 @ b32
+    theirs.backward(grad)
+    assert out.dtype == torch.float32 and gt.kernel_for(a, b).config.layout == layout
+    for what, ours, pt, exact in (("C", out, theirs, ref), ("dA", a.grad, a32.grad, a64.grad),
+                                  ("dB", b.grad, b32.grad, b64.grad)):
+        assert_within_gate("fp32", f"{layout} {M}x{N}x{K} {what}", ours, pt, exact)
+
+
+def test_tf32_precision_within_its_gate():
+    torch.backends.cuda.matmul.allow_tf32 = True   # PyTorch's TF32 mode: the tf32 class's baseline
+    a, b = operand(512, 384, False, 4), operand(384, 256, True, 5)
+    (a32, b32), (a64, b64) = leaves(a, b)
+    out, theirs, ref = gt.matmul(a, b, precision="tf32"), a32 @ b32, a64 @ b64
+    for t in (out, theirs, ref):
+        t.sum().backward()
+    assert gt.kernel_for(a, b, precision="tf32").config.precision == "tf32"
+    assert_within_gate("tf32", "C", out, theirs, ref)
+    assert_within_gate("tf32", "dA", a.grad, a32.grad, a64.grad)
+
+
+@pytest.mark.parametrize("dtype,mode", [(torch.float16, "f16"), (torch.bfloat16, "bf16")])
+def test_half_inputs(dtype, mode):
+    """Half inputs: products exact, fp32 sums, a float32 C (baseline: SGEMM on the same values). Their
+    gradients come back in the half type, from dC rounded to it: two roundings of at most half an ulp
+    each, so the bound is the type's eps (2 unit roundoffs: 2^-10 for float16, 2^-7 for bfloat16)."""
+    a, b = operand(300, 200, False, 6, dtype), operand(200, 100, True, 7, dtype)
+    (_, _), (a64, b64) = leaves(a, b)
+    out, ref = gt.matmul(a, b), a64 @ b64
+    out.sum().backward()
+    ref.sum().backward()
+    assert out.dtype == torch.float32 and a.grad.dtype == dtype
+    assert_within_gate(mode, "C", out, a.detach().float() @ b.detach().float(), ref)
+    eps = torch.finfo(dtype).eps
+    assert rel_err(a.grad, a64.grad) <= eps and rel_err(b.grad, b64.grad) <= eps
+
+
+def _linear_input(case: str, features: int) -> torch.Tensor:
+    if case == "x transposed":          # 2-D, column-major: read as layout T
+        return operand(130, features, True, 8)
+    if case == "vector":                # one sample, as nn.Linear takes it
+        return randn(features, seed=8).requires_grad_()
+    return randn(4, 33, features, seed=8).requires_grad_()   # leading dimensions flattened as a view
+
+
+@pytest.mark.parametrize("case", ["batched", "batched, no bias", "x transposed", "weight transposed", "vector"])
+def test_linear_values_and_gradients(case):
+    in_f, out_f = 200, 96
+    x = _linear_input(case, in_f)
+    w = operand(out_f, in_f, case == "weight transposed", 9)
+    b = None if case == "batched, no bias" else randn(out_f, seed=10).requires_grad_()
+    params = [x, w] + ([b] if b is not None else [])
+    same, wide = leaves(*params)
+    grad = randn(*x.shape[:-1], out_f, seed=11)
+    out = gt.linear(*params)
+    out.backward(grad)
+    theirs = torch.nn.functional.linear(*same)
+    theirs.backward(grad)
+    ref = torch.nn.functional.linear(*wide)
+    ref.backward(grad.double())
+    assert out.shape == ref.shape
+    assert_within_gate("fp32", f"{case}: y", out, theirs, ref)
+    for name, p, q, r in zip(("dx", "dW", "db"), params, same, wide):
+        assert_within_gate("fp32", f"{case}: {name}", p.grad, q.grad, r.grad)
+
+
+def test_linear_module_matches_nn_linear_within_the_gate():
+    torch.manual_seed(0)
+    ref_layer = torch.nn.Linear(384, 256).cuda()
+    layer = gt.Linear.from_linear(ref_layer)
+    x = randn(64, 384, seed=12)
+    assert_within_gate("fp32", "Linear", layer(x), ref_layer(x), torch.nn.functional.linear(
+        x.double(), ref_layer.weight.double(), ref_layer.bias.double()))
+
+
+# ---- no copies, streams, graphs ------------------------------------------------------------------------
+def _allocations() -> int:
+    torch.cuda.synchronize()
+    return torch.cuda.memory_stats()["allocation.all.allocated"]
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_each_layout_allocates_only_its_output(layout):
+    """Transposed views are read in place: one allocation per call, C's (the fallback kernels and the
+    shipped winners split no K through a workspace)."""
+    a, b = operand(512, 256, layout[0] == "T", 13).detach(), operand(256, 384, layout[1] == "T", 14).detach()
+    gt.matmul(a, b)   # picks and loads the kernel
+    before = _allocations()
+    gt.matmul(a, b)
+    assert _allocations() - before == 1
+
+
+def test_backward_allocates_only_the_gradients():
+    a, b = operand(512, 256, False, 15), operand(256, 384, False, 16)
+    grad = randn(512, 384, seed=17)
+    gt.matmul(a, b).backward(grad)   # warm-up: the NT and TN kernels of backward
+    a.grad = b.grad = None
+    out = gt.matmul(a, b)
+    before = _allocations()
+    out.backward(grad)
+    assert _allocations() - before == 2   # dA and dB, handed to .grad as they are
+
+
+def test_the_current_stream_is_used():
+    """On a side stream that sleeps, then overwrites a: launched on that stream, the product sees the
+    new a; launched anywhere else it would run at once and read the old one."""
+    a, b, a_new = randn(512, 512, seed=18), randn(512, 512, seed=19), randn(512, 512, seed=20)
+    gt.matmul(a, b)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)   # ~50 ms of spinning on the side stream
+        a.copy_(a_new)
+        c = gt.matmul(a, b)
+    side.synchronize()
+    assert_within_gate("fp32", "C on a side stream", c, a_new @ b, a_new.double() @ b.double())
+
+
+def test_cuda_graph_capture_and_replay_match_eager():
+    torch.manual_seed(1)
+    model = gt.swap_linear(torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
+                                               torch.nn.Linear(512, 128))).cuda()
+    static_x = randn(64, 256, seed=21)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):   # warm-up, as torch.cuda.graphs asks: kernels picked and compiled here
+        for _ in range(2):
+            model.zero_grad(set_to_none=True)
+            model(static_x).square().sum().backward()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    model.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_y = model(static_x)
+        static_y.square().sum().backward()
+    x = randn(64, 256, seed=22)
+    static_x.copy_(x)
+    graph.replay()
+    torch.cuda.synchronize()
+    replayed = [static_y.clone()] + [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    y = model(x)
+    y.square().sum().backward()
+    eager = [y] + [p.grad for p in model.parameters()]
+    for name, r, e in zip(("y", "W1", "b1", "W2", "b2"), replayed, eager):
+        assert torch.equal(r, e), f"{name}: replay differs from eager (same kernels, same inputs)"
+
+
+def test_a_new_shape_inside_capture_asks_for_a_warm_up():
+    a, b = randn(77, 55, seed=23), randn(55, 33, seed=24)   # a shape no other test uses
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        with pytest.raises(RuntimeError, match="warm-up"):
+            gt.matmul(a, b)
+
+
+def _small_model() -> torch.nn.Module:
+    torch.manual_seed(2)
+    return torch.nn.Sequential(torch.nn.Linear(256, 384), torch.nn.ReLU(), torch.nn.Linear(384, 64)).cuda()
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_compile_fullgraph_matches_float64_within_the_gate(mode):
+    """TorchInductor calls the ops as extern kernels; "reduce-overhead" also records them in CUDA graphs."""
+    torch._dynamo.reset()
+    ref_model = _small_model()
+    model = gt.swap_linear(_small_model())
+    wide = _small_model().double()
+    compiled = torch.compile(model, fullgraph=True, mode=mode)
+    for step in range(3):   # warm-up, record, replay (reduce-overhead)
+        x = randn(128, 256, seed=30 + step)
+        model.zero_grad(set_to_none=True)
+        ref_model.zero_grad(set_to_none=True)
+        wide.zero_grad(set_to_none=True)
+        y = compiled(x)
+        y.square().sum().backward()
+        theirs, exact = ref_model(x), wide(x.double())
+        theirs.square().sum().backward()
+        exact.square().sum().backward()
+        assert_within_gate("fp32", f"step {step} y", y, theirs, exact)
+        for (name, p), q, r in zip(model.named_parameters(), ref_model.parameters(), wide.parameters()):
+            assert_within_gate("fp32", f"step {step} {name}", p.grad, q.grad, r.grad)
+
+
+@pytest.mark.parametrize("op", ["matmul", "linear"])
+def test_opcheck(op):
+    """PyTorch's own checks of a custom op: schema, autograd registration, fake tensors, AOT dispatch."""
+    if op == "matmul":
+        args = (operand(64, 48, False, 40), operand(48, 32, True, 41), None, None)
+    else:
+        args = (operand(2 * 16, 48, False, 42).detach().view(2, 16, 48).requires_grad_(), operand(24, 48, False, 43),
+                randn(24, seed=44).requires_grad_(), None, None)
+    torch.library.opcheck(getattr(torch.ops.gemmgen, op).default, args)
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("call,kind,words", [
+    (lambda: gt.matmul(randn(3, 4, seed=0), torch.zeros(4, 2)), TypeError, ["b is a cpu tensor", "(4, 2)"]),
+    (lambda: gt.matmul(randn(3, 4, seed=0).double(), randn(4, 2, seed=0).double()), TypeError,
+     ["a has dtype torch.float64"]),
+    (lambda: gt.matmul(randn(3, 4, seed=0), randn(5, 2, seed=0)), ValueError, ["a is 3x4, b is 5x2"]),
+    (lambda: gt.linear(randn(8, 5, seed=0), randn(6, 4, seed=0)), ValueError, ["x has shape (8, 5)"]),
+    (lambda: gt.linear(randn(8, 4, seed=0), randn(6, 4, seed=0), torch.zeros(6)), TypeError, ["bias is a cpu tensor"]),
+])
+def test_bad_inputs_raise_one_line_errors(call, kind, words):
+    with pytest.raises(kind) as info:
+        call()
+    assert "\n" not in str(info.value) and all(w in str(info.value) for w in words), str(info.value)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_operands_on_two_gpus_are_refused():
+    with pytest.raises(ValueError, match="cuda:0 and b on cuda:1"):
+        gt.matmul(randn(3, 4, seed=0), randn(4, 2, seed=0).to("cuda:1"))
