@@ -11,7 +11,6 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
-import numpy as np
 
 from ..build.nvrtc import Binary
 from ..kernel.config import KernelConfig
@@ -19,22 +18,28 @@ from ..kernel.config import KernelConfig
 _SMEM_DEFAULT_LIMIT = 48 * 1024
 
 
-class _Params(ctypes.Structure):
-    """The kernel signature's parameters, laid out as the ABI passes them one by one."""
+def _struct(name: str, fields: str) -> type:
+    """A ctypes struct of kernel parameters "M:i N:i alpha:f A:p ..." (int, float, pointer)."""
+    kinds = {"i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
+    return type(name, (ctypes.Structure,), {"_fields_": [(f.split(":")[0], kinds[f.split(":")[1]])
+                                                         for f in fields.split()]})
 
-    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("K", ctypes.c_int), ("alpha", ctypes.c_float),
-                ("A", ctypes.c_void_p), ("lda", ctypes.c_int), ("B", ctypes.c_void_p), ("ldb", ctypes.c_int),
-                ("beta", ctypes.c_float), ("C", ctypes.c_void_p), ("ldc", ctypes.c_int), ("W", ctypes.c_void_p)]
+
+# The signatures of templates/common.cuh.j2: the GEMM kernel, and the scale (atomic split-K) and
+# reduce (workspace split-K) kernels around it.
+_MAIN = _struct("_Main", "M:i N:i K:i alpha:f A:p lda:i B:p ldb:i beta:f C:p ldc:i W:p")
+_SCALE = _struct("_Scale", "M:i N:i beta:f C:p ldc:i")
+_REDUCE = _struct("_Reduce", "M:i N:i alpha:f beta:f C:p ldc:i W:p")
 
 
 class _ParamBuffer:
-    """A _Params and the void* array cuLaunchKernel reads (one pointer per parameter)."""
+    """A parameter struct and the void* array cuLaunchKernel reads (one pointer per parameter)."""
 
-    def __init__(self):
-        self.params = _Params()
+    def __init__(self, struct: type):
+        self.params = struct()
         base = ctypes.addressof(self.params)
-        self.argv = (ctypes.c_void_p * len(_Params._fields_))(
-            *(base + getattr(_Params, name).offset for name, _ in _Params._fields_))
+        self.argv = (ctypes.c_void_p * len(struct._fields_))(
+            *(base + getattr(struct, name).offset for name, _ in struct._fields_))
         self.argv_ptr = ctypes.addressof(self.argv)
 
 
@@ -68,6 +73,10 @@ class LoadedKernel:
         self.module.load(binary.cubin)
         self.functions = {n: self.module.get_function(n) for n in binary.kernel_names}
         self.main = self.functions[config.name]
+        self._atomic, self._workspace = config.split_atomic, config.split_workspace
+        self._main = self.main.ptr
+        self._scale = self.functions[f"{config.name}_scale"].ptr if config.split_atomic else 0
+        self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
         self._block, self._smem, self._grids = config.block(), config.smem_bytes, {}
         self._local = threading.local()
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
@@ -106,49 +115,52 @@ class LoadedKernel:
         ``workspace``: a device pointer to :meth:`workspace_floats` floats for split-K kernels that
         reduce through a workspace, owned by the caller (PyTorch's allocator, which CUDA graphs
         capture); None allocates it from CuPy's pool.
+
+        Every kernel goes through cuLaunchKernel with a reused parameter buffer: CuPy's generic
+        argument packing costs ~20 us per launch, this a few. The driver copies the parameters at
+        launch, so a buffer can be refilled right after; buffers are per thread, so concurrent callers
+        do not share them.
         """
         import cupy
 
-        c = self.config
         stream = stream or cupy.cuda.get_current_stream()
-        i32, f32, ptr = np.int32, np.float32, np.uint64
-        if c.split_k == 1:   # hot path: one launch, no workspace, parameters packed by ctypes
-            self._fast_launch(ops, stream)
-            return
-        if c.split_atomic:
-            self._elementwise(f"{c.name}_scale", ops.M * ops.N, stream,
-                              (i32(ops.M), i32(ops.N), f32(ops.beta), ptr(ops.C), i32(ops.ldc)))
-        elif c.split_workspace and workspace is None:
-            owned = cupy.empty(self.workspace_floats(ops.M, ops.N), dtype=cupy.float32)
+        owned = None
+        if self._atomic:   # C = beta * C first; the split-K slices then add alpha * A@B atomically
+            p = self._params("scale", _SCALE)
+            p.M, p.N, p.beta, p.C, p.ldc = ops.M, ops.N, ops.beta, ops.C, ops.ldc
+            self._run(self._scale, self._elementwise_grid(ops.M * ops.N), (256, 1, 1), 0, stream, "scale")
+        elif self._workspace and workspace is None:
+            with stream:   # from the pool of the stream that uses it, so it is reused only after this work
+                owned = cupy.empty(self.workspace_floats(ops.M, ops.N), dtype=cupy.float32)
             workspace = owned.data.ptr
-        args = (i32(ops.M), i32(ops.N), i32(ops.K), f32(ops.alpha), ptr(ops.A), i32(ops.lda), ptr(ops.B),
-                i32(ops.ldb), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
-                ptr(workspace if c.split_workspace else 0))
-        self.main(c.grid(ops.M, ops.N, ops.K), c.block(), args, shared_mem=c.smem_bytes, stream=stream)
-        if c.split_workspace:
-            self._elementwise(f"{c.name}_reduce", ops.M * ops.N, stream,
-                              (i32(ops.M), i32(ops.N), f32(ops.alpha), f32(ops.beta), ptr(ops.C), i32(ops.ldc),
-                               ptr(workspace)))
+        p = self._params("main", _MAIN)
+        p.M, p.N, p.K, p.alpha, p.A, p.lda = ops.M, ops.N, ops.K, ops.alpha, ops.A, ops.lda
+        p.B, p.ldb, p.beta, p.C, p.ldc = ops.B, ops.ldb, ops.beta, ops.C, ops.ldc
+        p.W = workspace if self._workspace else 0
+        self._run(self._main, self._grid(ops.M, ops.N, ops.K), self._block, self._smem, stream, "main")
+        if self._workspace:   # C = alpha * (sum of the slices' partial C) + beta * C
+            p = self._params("reduce", _REDUCE)
+            p.M, p.N, p.alpha, p.beta, p.C, p.ldc, p.W = ops.M, ops.N, ops.alpha, ops.beta, ops.C, ops.ldc, workspace
+            self._run(self._reduce, self._elementwise_grid(ops.M * ops.N), (256, 1, 1), 0, stream, "reduce")
+        del owned   # back to the pool: later work on this stream is queued after these kernels
 
     def workspace_floats(self, M: int, N: int) -> int:
         """Floats of workspace a launch on an M x N C needs: one partial C per split-K slice, or 0."""
         return self.config.split_k * M * N if self.config.split_workspace else 0
 
-    def _fast_launch(self, ops: Operands, stream) -> None:
-        """cuLaunchKernel with a reused parameter buffer: CuPy's generic argument packing costs
-        ~20 us per call, this a few. The driver copies the parameters at launch, so the buffer
-        can be refilled right after; it is per thread, so concurrent callers do not share it."""
+    def _params(self, which: str, struct: type):
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None:
+            bufs = self._local.bufs = {}
+        buf = bufs.get(which)
+        if buf is None:
+            buf = bufs[which] = _ParamBuffer(struct)
+        return buf.params
+
+    def _run(self, function: int, grid: tuple, block: tuple, smem: int, stream, which: str) -> None:
         from cupy.cuda import driver
 
-        buf = getattr(self._local, "buf", None)
-        if buf is None:
-            buf = self._local.buf = _ParamBuffer()
-        p = buf.params
-        p.M, p.N, p.K, p.alpha, p.A, p.lda = ops.M, ops.N, ops.K, ops.alpha, ops.A, ops.lda
-        p.B, p.ldb, p.beta, p.C, p.ldc, p.W = ops.B, ops.ldb, ops.beta, ops.C, ops.ldc, 0
-        gx, gy, gz = self._grid(ops.M, ops.N, ops.K)
-        bx, by, bz = self._block
-        driver.launchKernel(self.main.ptr, gx, gy, gz, bx, by, bz, self._smem, stream.ptr, buf.argv_ptr, 0)
+        driver.launchKernel(function, *grid, *block, smem, stream.ptr, self._local.bufs[which].argv_ptr, 0)
 
     def _grid(self, M: int, N: int, K: int) -> tuple:
         key = (M, N, K)
@@ -157,5 +169,6 @@ class LoadedKernel:
             grid = self._grids[key] = self.config.grid(M, N, K)
         return grid
 
-    def _elementwise(self, name: str, count: int, stream, args) -> None:
-        self.functions[name](((count + 255) // 256,), (256,), args, stream=stream)
+    @staticmethod
+    def _elementwise_grid(count: int) -> tuple:
+        return ((count + 255) // 256, 1, 1)
