@@ -34,7 +34,10 @@ H100 = known("h100")
 # ---- grid files -------------------------------------------------------------------------------------
 def test_the_shipped_hopper_grid():
     grid = load_grid("hopper")
-    assert grid.gpus == ("h100", "h200") and len(grid.shapes) == 92
+    assert grid.gpus == ("h100", "h200") and len(grid.shapes) == 140 == len(set(grid.shapes))
+    from collections import Counter
+    unaligned = Counter(s.layout for s in grid.shapes if min(s.M, s.N) < 160 and (s.M % 4 or s.N % 4 or s.K % 4))
+    assert all(unaligned[l] >= 6 for l in ("NN", "NT", "TN", "TT")), unaligned   # skinny ragged ones in every layout
     assert {Shape(128, 4096, 4096), Shape(4096, 128, 4096), Shape(4096, 4096, 1024)} <= set(grid.shapes)   # the set's
     assert {s.layout for s in grid.shapes} == {"NN", "NT", "TN", "TT"}
     assert Shape(16, 4096, 16384) in grid.shapes and Shape(4097, 4097, 4097) in grid.shapes
