@@ -68,7 +68,7 @@ extern "C" __global__ void gg_simt_nn_b128x128x8_w64x32i2x2_t4x4_v4_akp4s1_bp0s1
 // The block computes a 128x128 tile of C with 256 threads (8 warps of 64x32).
 // Each thread accumulates 2x2 sub-tiles of 4x4 = 64 values in registers.
 // K advances 8 at a time through 2 shared-memory stages (the next tile is loaded into registers while this one is used).
-extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w64x32i2x2_t4x4_v4_akp4s1_bp0s1_r8_s2r_fldsp_k4a_chk(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_simt_nn_b128x128x8_w64x32i2x2_t4x4_v4_akp4s1_bp0s1_r8_s2r_fldsp_k4a_chk(
     const int M, const int N, const int K, const float alpha,
     const float* __restrict__ A, const int lda,
     const float* __restrict__ B, const int ldb,
@@ -207,7 +207,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w64x3
                     const float4 t = *reinterpret_cast<const float4*>(&sb[b_off(0, wn0 + wn * WSUBN + tc * TN + j)]);
                     fb[0][wn * TN + j] = t.x; fb[0][wn * TN + j + 1] = t.y; fb[0][wn * TN + j + 2] = t.z; fb[0][wn * TN + j + 3] = t.w;
                 }
-
             #pragma unroll
             for (int k = 0; k < BK; ++k) {
                 if (k + 1 < BK) {
@@ -225,7 +224,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w64x3
                             const float4 t = *reinterpret_cast<const float4*>(&sb[b_off(k + 1, wn0 + wn * WSUBN + tc * TN + j)]);
                             fb[(k + 1) & 1][wn * TN + j] = t.x; fb[(k + 1) & 1][wn * TN + j + 1] = t.y; fb[(k + 1) & 1][wn * TN + j + 2] = t.z; fb[(k + 1) & 1][wn * TN + j + 3] = t.w;
                         }
-
                 }
                 #pragma unroll
                 for (int i = 0; i < WMITER * TM; ++i)

@@ -55,7 +55,7 @@ __device__ __forceinline__ void st_vec(float* dst, const float* src) {
 // The block computes a 128x128 tile of C with 256 threads (8 warps of 16x128).
 // Each thread accumulates 1x1 sub-tiles of 8x8 = 64 values in registers.
 // K advances 8 at a time through 1 shared-memory stage.
-extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r1_s1r_flds_k1_chk(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r1_s1r_flds_k1_chk(
     const int M, const int N, const int K, const float alpha,
     const float* __restrict__ A, const int lda,
     const float* __restrict__ B, const int ldb,
@@ -156,7 +156,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x1
                         const float4 t = *reinterpret_cast<const float4*>(&sb[b_off(k, wn0 + wn * WSUBN + tc * TN + j)]);
                         fb[wn * TN + j] = t.x; fb[wn * TN + j + 1] = t.y; fb[wn * TN + j + 2] = t.z; fb[wn * TN + j + 3] = t.w;
                     }
-
                 #pragma unroll
                 for (int i = 0; i < WMITER * TM; ++i)
                     #pragma unroll

@@ -88,7 +88,7 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 136 + (n); }
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 
-extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x32_v8_ap8s1_bp8s1_r1_s1r_k1_chk_f16(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_nn_b128x128x32_w32x32_v8_ap8s1_bp8s1_r1_s1r_k1_chk_f16(
     const int M, const int N, const int K, const float alpha,
     const f16_bits* __restrict__ A, const int lda,
     const f16_bits* __restrict__ B, const int ldb,

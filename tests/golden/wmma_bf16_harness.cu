@@ -101,7 +101,7 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 264 + (n); }
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 
-extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16(
     const int M, const int N, const int K, const float alpha,
     const bf16_bits* __restrict__ A, const int lda,
     const bf16_bits* __restrict__ B, const int ldb,
