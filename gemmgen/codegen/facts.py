@@ -7,8 +7,9 @@ it as ``g`` (the config is ``c``). ``gemmgen explain`` shows :func:`accepts_text
 >>> from gemmgen.kernel.presets import preset
 >>> launch_lines(preset("v12"))[0].endswith("_scale<<<ceil(M*N/256), 256>>>(M, N, beta, C, ldc)")
 True
->>> operand(preset("v8"), "B").gptr
-'B + (long long)(k0 + r) * ldb + (bn0 + cc)'
+>>> b = operand(preset("v8"), "B")
+>>> b.rows_are_k, b.rows, b.cols, b.loads
+(True, 8, 128, 1)
 """
 from __future__ import annotations
 
@@ -31,8 +32,6 @@ def facts(c: KernelConfig, command: str, arch: str, harness: bool = False) -> Si
         accepts=accepts_text(c),
         launch_lines=launch_lines(c),
         config_lines=config_lines(c),
-        a_index=lambda m, k: f"(long long)({k}) * lda + ({m})" if c.a_transposed else f"(long long)({m}) * lda + ({k})",
-        b_index=lambda k, n: f"(long long)({n}) * ldb + ({k})" if c.b_transposed else f"(long long)({k}) * ldb + ({n})",
     )
     if c.family == "simt":
         _simt_facts(c, g)
@@ -97,36 +96,23 @@ def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.c_vec = not c.split_atomic   # float4 stores of C
 
 
-# How each layout's tile lies in global memory: rows, contiguous columns, the row's pointer, its bounds
-# and where element (r, cc + e) lands in shared memory.
-_TILES = {
-    ("A", False): dict(rows="BM", cols="BK", gptr="A + (long long)(bm0 + r) * lda + (k0 + cc)", row_ok="bm0 + r < M",
-                       col_base="k0 + cc", col_limit="kEnd", soff="a_off(cc + e, r)"),          # A[m][k]
-    ("A", True): dict(rows="BK", cols="BM", gptr="A + (long long)(k0 + r) * lda + (bm0 + cc)", row_ok="k0 + r < kEnd",
-                      col_base="bm0 + cc", col_limit="M", soff="a_off(r, cc + e)"),             # A stored k-major
-    ("B", False): dict(rows="BK", cols="BN", gptr="B + (long long)(k0 + r) * ldb + (bn0 + cc)", row_ok="k0 + r < kEnd",
-                       col_base="bn0 + cc", col_limit="N", soff="b_off(r, cc + e)"),            # B[k][n]
-    ("B", True): dict(rows="BN", cols="BK", gptr="B + (long long)(bn0 + r) * ldb + (k0 + cc)", row_ok="bn0 + r < N",
-                      col_base="k0 + cc", col_limit="kEnd", soff="b_off(cc + e, r)"),           # B stored n-major
-}
-
-
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:
-    """How one K step's tile of A or B is read from global memory and placed in shared memory.
+    """How one K step's tile of A or B lies in global memory and lands in shared memory (the index
+    math is written in templates/pipeline.cuh.j2 from these facts).
 
-    The global tile has ``rows`` x ``cols`` with ``cols`` contiguous; each thread moves ``loads``
-    vectors of ``vec`` floats. ``smem_vec`` says whether the vector lands contiguously in shared
-    memory (else it is transposed element by element).
+    The global tile has ``rows`` x ``cols`` with ``cols`` contiguous; its rows are k when
+    ``rows_are_k`` (A stored T, B stored N), else m or n. Each thread moves ``loads`` vectors of
+    ``vec`` elements. ``smem_vec`` says whether the vector lands contiguously in shared memory (else
+    it is transposed element by element).
     """
-    transposed = c.a_transposed if op == "A" else c.b_transposed
-    tile = dict(_TILES[(op, transposed)])
-    rows, cols = getattr(c, tile.pop("rows")), getattr(c, tile.pop("cols"))
+    rows_are_k = c.a_transposed if op == "A" else not c.b_transposed
+    mn_tile = c.BM if op == "A" else c.BN
+    rows, cols = (c.BK, mn_tile) if rows_are_k else (mn_tile, c.BK)
     kmajor, ld = (c.a_smem_kmajor, c.a_tile_shape[1]) if op == "A" else (c.b_smem_kmajor, c.b_tile_shape[1])
-    rows_are_k = transposed if op == "A" else not transposed   # the global tile's rows are k (m or n contiguous)
     # a vector stays whole in shared memory when the shared tile's rows are the global tile's rows
     smem_vec = kmajor == rows_are_k and ld % c.vec == 0
-    return SimpleNamespace(op=op, loads=rows * cols // (c.vec * c.threads), rows=rows, cols=cols,
-                           smem_vec=smem_vec, vec=c.vec, **tile)
+    return SimpleNamespace(op=op, rows_are_k=rows_are_k, loads=rows * cols // (c.vec * c.threads), rows=rows,
+                           cols=cols, smem_vec=smem_vec, vec=c.vec)
 
 
 def launch_lines(c: KernelConfig) -> list[str]:

@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -96,4 +97,8 @@ def render_validated(config: KernelConfig, arch: str, command: str | None = None
     code = env.get_template(template).render(c=config, g=g)
     if harness:
         code += env.get_template("harness.cu.j2").render(c=config, g=g)
-    return KernelSource(config, code)
+    return KernelSource(config, _BLANK_RUNS.sub("\n\n", code))
+
+
+# Optional parts (split-K helpers, checks) that render empty leave runs of blank lines: one is kept.
+_BLANK_RUNS = re.compile(r"\n{3,}")

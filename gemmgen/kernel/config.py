@@ -212,7 +212,7 @@ class KernelConfig:
         one 16x16 fp32 tile per warp, so it is at least that."""
         pipeline = self.smem_per_stage * self.stages
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
-            return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + (self.layout[0] == "T"))
+            return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed)
         if self.family in HALF:
             return max(pipeline, (self.threads // 32) * 16 * EPILOGUE_LD * 4)
         return pipeline

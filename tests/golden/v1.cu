@@ -36,7 +36,7 @@ extern "C" __global__ void gg_naive_nn_32x32_c(
     if (m >= M || n >= N) return;  // edge blocks hang over the matrix
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) {
-        acc += A[(long long)(m) * lda + (k)] * B[(long long)(k) * ldb + (n)];
+        acc += A[(long long)m * lda + k] * B[(long long)k * ldb + n];
     }
     float* c = C + (long long)m * ldc + n;
     // beta == 0 must not read C: it may hold NaN or be uninitialised.

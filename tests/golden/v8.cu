@@ -36,12 +36,12 @@ constexpr int AS_LD = 132;   // A's shared row: BM + 4 pad (shifts each row 4 ba
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
 constexpr int A_STAGE = 1056, B_STAGE = 1024;  // floats per stage
 
-// Shared-memory offsets. 
+// Shared-memory offsets.
 __device__ __forceinline__ int a_off(int k, int m) {
-    return k * AS_LD + ((((m >> 2) ^ (k & 0)) << 2) | (m & 3));   // A stored [BK][BM]: k-major
+    return k * AS_LD + m;   // A stored [BK][BM]: k-major
 }
 __device__ __forceinline__ int b_off(int k, int n) {
-    return k * BS_LD + ((((n >> 2) ^ (k & 0)) << 2) | (n & 3));   // B stored [BK][BN]
+    return k * BS_LD + n;   // B stored [BK][BN]
 }
 // Global loads of VEC floats at once (LDG.128) and shared stores of the same width.
 __device__ __forceinline__ void ld_vec(float* dst, const float* src) {
@@ -52,12 +52,10 @@ __device__ __forceinline__ void st_vec(float* dst, const float* src) {
     *reinterpret_cast<float4*>(dst) = make_float4(src[0], src[1], src[2], src[3]);
 }
 
-
-
 // The block computes a 128x128 tile of C with 256 threads (8 warps of 16x128).
 // Each thread accumulates 1x1 sub-tiles of 8x8 = 64 values in registers.
 // K advances 8 at a time through 2 shared-memory stages (the next tile is loaded into registers while this one is used).
-extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r8_s2r_flds_k1_chk(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r8_s2r_flds_k1_chk(
     const int M, const int N, const int K, const float alpha,
     const float* __restrict__ A, const int lda,
     const float* __restrict__ B, const int ldb,
@@ -103,141 +101,123 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_simt_nn_b128x128x8_w16x1
     // FMAs and stored to the other buffer after them, so one barrier per K step suffices.
     if (ktiles > 0) {
         const int k0 = kBegin;
-// A: 128x8 global tile (8 contiguous), 1 vector of 4 per thread into registers.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 2, cc = (v % 2) * VEC;
-        const float* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-        const bool row_ok = bm0 + r < M;
-        if (a_vec_ok && row_ok && k0 + cc + VEC <= kEnd) {
-            ld_vec(stA[s], p);
-        } else {  // edge or misaligned rows: element by element, zeros outside the matrix
-            #pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                stA[s][e] = (row_ok && k0 + cc + e < kEnd) ? p[e] : 0.0f;
+        // A: 128x8 global tile (8 contiguous), 1 vector of 4 per thread into registers.
+        {
+            const int r = tid / 2, cc = (tid % 2) * VEC;
+            const float* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
+            const bool row_ok = bm0 + r < M;
+            if (a_vec_ok && row_ok && k0 + cc + VEC <= kEnd) {
+                ld_vec(stA[0], p);
+            } else {  // edge or misaligned rows: element by element, zeros outside the matrix
+                #pragma unroll
+                for (int e = 0; e < VEC; ++e)
+                    stA[0][e] = (row_ok && k0 + cc + e < kEnd) ? p[e] : 0.0f;
+            }
         }
-    }
-// B: 8x128 global tile (128 contiguous), 1 vector of 4 per thread into registers.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 32, cc = (v % 32) * VEC;
-        const float* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-        const bool row_ok = k0 + r < kEnd;
-        if (b_vec_ok && row_ok && bn0 + cc + VEC <= N) {
-            ld_vec(stB[s], p);
-        } else {  // edge or misaligned rows: element by element, zeros outside the matrix
-            #pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                stB[s][e] = (row_ok && bn0 + cc + e < N) ? p[e] : 0.0f;
+        // B: 8x128 global tile (128 contiguous), 1 vector of 4 per thread into registers.
+        {
+            const int r = tid / 32, cc = (tid % 32) * VEC;
+            const float* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+            const bool row_ok = k0 + r < kEnd;
+            if (b_vec_ok && row_ok && bn0 + cc + VEC <= N) {
+                ld_vec(stB[0], p);
+            } else {  // edge or misaligned rows: element by element, zeros outside the matrix
+                #pragma unroll
+                for (int e = 0; e < VEC; ++e)
+                    stB[0][e] = (row_ok && bn0 + cc + e < N) ? p[e] : 0.0f;
+            }
         }
-    }
-// A: registers -> shared, transposing element by element.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 2, cc = (v % 2) * VEC;
-        float* const base = sA + (0) * A_STAGE;
-        #pragma unroll
-        for (int e = 0; e < VEC; ++e) base[a_off(cc + e, r)] = stA[s][e];
-    }
-// B: registers -> shared (4 floats per store).
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 32, cc = (v % 32) * VEC;
-        float* const base = sB + (0) * B_STAGE;
-        { const int e = 0; st_vec(base + b_off(r, cc + e), stB[s]); }
-    }
+        // A: registers -> shared, transposing element by element.
+        {
+            const int r = tid / 2, cc = (tid % 2) * VEC;
+            float* const base = sA;
+            #pragma unroll
+            for (int e = 0; e < VEC; ++e) base[a_off(cc + e, r)] = stA[0][e];
+        }
+        // B: registers -> shared (4 floats per store).
+        {
+            const int r = tid / 32, cc = (tid % 32) * VEC;
+            float* const base = sB;
+            st_vec(base + b_off(r, cc), stB[0]);
+        }
     }
     __syncthreads();
     for (int kt = 0; kt < ktiles; ++kt) {
         const bool more = kt + 1 < ktiles;
         if (more) {
             const int k0 = kBegin + (kt + 1) * BK;
-// A: 128x8 global tile (8 contiguous), 1 vector of 4 per thread into registers.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 2, cc = (v % 2) * VEC;
-        const float* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-        const bool row_ok = bm0 + r < M;
-        if (a_vec_ok && row_ok && k0 + cc + VEC <= kEnd) {
-            ld_vec(stA[s], p);
-        } else {  // edge or misaligned rows: element by element, zeros outside the matrix
-            #pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                stA[s][e] = (row_ok && k0 + cc + e < kEnd) ? p[e] : 0.0f;
-        }
-    }
-// B: 8x128 global tile (128 contiguous), 1 vector of 4 per thread into registers.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 32, cc = (v % 32) * VEC;
-        const float* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-        const bool row_ok = k0 + r < kEnd;
-        if (b_vec_ok && row_ok && bn0 + cc + VEC <= N) {
-            ld_vec(stB[s], p);
-        } else {  // edge or misaligned rows: element by element, zeros outside the matrix
-            #pragma unroll
-            for (int e = 0; e < VEC; ++e)
-                stB[s][e] = (row_ok && bn0 + cc + e < N) ? p[e] : 0.0f;
-        }
-    }
-        }
-{   // Inner product over the 8-deep stage: outer products of a column of A and a row of B.
-        const float* const sa = sA + (kt & 1) * A_STAGE;
-        const float* const sb = sB + (kt & 1) * B_STAGE;
-        float fa[WMITER * TM], fb[WNITER * TN];
-        #pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            #pragma unroll
-            for (int wm = 0; wm < WMITER; ++wm)
-                #pragma unroll
-                for (int i = 0; i < TM; i += 4) {   // LDS.128: four rows of A's column at once
-                    const float4 t = *reinterpret_cast<const float4*>(&sa[a_off(k, wm0 + wm * WSUBM + tr * TM + i)]);
-                    fa[wm * TM + i] = t.x; fa[wm * TM + i + 1] = t.y; fa[wm * TM + i + 2] = t.z; fa[wm * TM + i + 3] = t.w;
+            // A: 128x8 global tile (8 contiguous), 1 vector of 4 per thread into registers.
+            {
+                const int r = tid / 2, cc = (tid % 2) * VEC;
+                const float* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
+                const bool row_ok = bm0 + r < M;
+                if (a_vec_ok && row_ok && k0 + cc + VEC <= kEnd) {
+                    ld_vec(stA[0], p);
+                } else {  // edge or misaligned rows: element by element, zeros outside the matrix
+                    #pragma unroll
+                    for (int e = 0; e < VEC; ++e)
+                        stA[0][e] = (row_ok && k0 + cc + e < kEnd) ? p[e] : 0.0f;
                 }
-            #pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn)
-                #pragma unroll
-                for (int j = 0; j < TN; j += 4) {   // LDS.128: four columns of B's row at once
-                    const float4 t = *reinterpret_cast<const float4*>(&sb[b_off(k, wn0 + wn * WSUBN + tc * TN + j)]);
-                    fb[wn * TN + j] = t.x; fb[wn * TN + j + 1] = t.y; fb[wn * TN + j + 2] = t.z; fb[wn * TN + j + 3] = t.w;
+            }
+            // B: 8x128 global tile (128 contiguous), 1 vector of 4 per thread into registers.
+            {
+                const int r = tid / 32, cc = (tid % 32) * VEC;
+                const float* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+                const bool row_ok = k0 + r < kEnd;
+                if (b_vec_ok && row_ok && bn0 + cc + VEC <= N) {
+                    ld_vec(stB[0], p);
+                } else {  // edge or misaligned rows: element by element, zeros outside the matrix
+                    #pragma unroll
+                    for (int e = 0; e < VEC; ++e)
+                        stB[0][e] = (row_ok && bn0 + cc + e < N) ? p[e] : 0.0f;
                 }
-
-#pragma unroll
-            for (int i = 0; i < WMITER * TM; ++i)
-                #pragma unroll
-                for (int j = 0; j < WNITER * TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
+            }
         }
-    }
+        {   // Inner product over the 8-deep stage: outer products of a column of A and a row of B.
+            const float* const sa = sA + (kt & 1) * A_STAGE;
+            const float* const sb = sB + (kt & 1) * B_STAGE;
+            float fa[WMITER * TM], fb[WNITER * TN];
+            #pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                #pragma unroll
+                for (int wm = 0; wm < WMITER; ++wm)
+                    #pragma unroll
+                    for (int i = 0; i < TM; i += 4) {   // LDS.128: four rows of A's column at once
+                        const float4 t = *reinterpret_cast<const float4*>(&sa[a_off(k, wm0 + wm * WSUBM + tr * TM + i)]);
+                        fa[wm * TM + i] = t.x; fa[wm * TM + i + 1] = t.y; fa[wm * TM + i + 2] = t.z; fa[wm * TM + i + 3] = t.w;
+                    }
+                #pragma unroll
+                for (int wn = 0; wn < WNITER; ++wn)
+                    #pragma unroll
+                    for (int j = 0; j < TN; j += 4) {   // LDS.128: four columns of B's row at once
+                        const float4 t = *reinterpret_cast<const float4*>(&sb[b_off(k, wn0 + wn * WSUBN + tc * TN + j)]);
+                        fb[wn * TN + j] = t.x; fb[wn * TN + j + 1] = t.y; fb[wn * TN + j + 2] = t.z; fb[wn * TN + j + 3] = t.w;
+                    }
+                #pragma unroll
+                for (int i = 0; i < WMITER * TM; ++i)
+                    #pragma unroll
+                    for (int j = 0; j < WNITER * TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
+            }
+        }
         if (more) {
-// A: registers -> shared, transposing element by element.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 2, cc = (v % 2) * VEC;
-        float* const base = sA + ((kt + 1) & 1) * A_STAGE;
-        #pragma unroll
-        for (int e = 0; e < VEC; ++e) base[a_off(cc + e, r)] = stA[s][e];
-    }
-// B: registers -> shared (4 floats per store).
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 32, cc = (v % 32) * VEC;
-        float* const base = sB + ((kt + 1) & 1) * B_STAGE;
-        { const int e = 0; st_vec(base + b_off(r, cc + e), stB[s]); }
-    }
+            // A: registers -> shared, transposing element by element.
+            {
+                const int r = tid / 2, cc = (tid % 2) * VEC;
+                float* const base = sA + ((kt + 1) & 1) * A_STAGE;
+                #pragma unroll
+                for (int e = 0; e < VEC; ++e) base[a_off(cc + e, r)] = stA[0][e];
+            }
+            // B: registers -> shared (4 floats per store).
+            {
+                const int r = tid / 32, cc = (tid % 32) * VEC;
+                float* const base = sB + ((kt + 1) & 1) * B_STAGE;
+                st_vec(base + b_off(r, cc), stB[0]);
+            }
         }
         __syncthreads();
     }
 
-
-// ---- epilogue: C = alpha * acc + beta * C; with beta == 0, C is never read.
+    // ---- epilogue: C = alpha * acc + beta * C; with beta == 0, C is never read.
     float* const out = C;
     const int ldo = ldc;
     const bool read_c = beta != 0.0f;

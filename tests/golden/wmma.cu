@@ -82,14 +82,13 @@ union VecBits { vec_t v; elem_t e[VEC]; };   // a vector assembled element by el
 __device__ __forceinline__ int a_off(int k, int m) { return (m) * 40 + (k); }
 __device__ __forceinline__ int b_off(int k, int n) { return (k) * 136 + (n); }
 
-
 // The block computes a 128x128 tile of C with 512 threads (16 warps of 32x32); each warp tile is
 // 2x2 wmma tiles of 16x16, 32 fp32 accumulators per thread. K advances 32 at a time through
 // one shared-memory buffer (load, barrier, compute, barrier); each stage is 2 k16 steps per tile,
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 
-extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x32_v8_ap8s1_bp8s1_r1_s1r_k1_chk_f16(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_nn_b128x128x32_w32x32_v8_ap8s1_bp8s1_r1_s1r_k1_chk_f16(
     const int M, const int N, const int K, const float alpha,
     const f16_bits* __restrict__ A, const int lda,
     const f16_bits* __restrict__ B, const int ldb,
@@ -131,90 +130,78 @@ extern "C" __global__ void __launch_bounds__(512, 1) gg_wmma_nn_b128x128x32_w32x
     vec_t stA[1], stB[1];   // staging registers for one tile
     for (int kt = 0; kt < ktiles; ++kt) {
         const int k0 = kBegin + kt * BK;
-// A: 128x32 global tile (32 contiguous), 1 vector of 8 halves per thread into registers.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 4, cc = (v % 4) * VEC;
-        const elem_t* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-        const bool row_ok = bm0 + r < M;
-        if (a_vec_ok && row_ok && k0 + cc + VEC <= kEnd) {
-            stA[s] = __ldg(reinterpret_cast<const vec_t*>(p));
-        } else {  // edge or misaligned rows: element by element, zeros outside the matrix
-            VecBits t;
-            #pragma unroll
-            for (int x = 0; x < VEC; ++x) t.e[x] = (row_ok && k0 + cc + x < kEnd) ? p[x] : elem_t(0);
-            stA[s] = t.v;
+        // A: 128x32 global tile (32 contiguous), 1 vector of 8 halves per thread into registers.
+        {
+            const int r = tid / 4, cc = (tid % 4) * VEC;
+            const elem_t* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
+            const bool row_ok = bm0 + r < M;
+            if (a_vec_ok && row_ok && k0 + cc + VEC <= kEnd) {
+                stA[0] = __ldg(reinterpret_cast<const vec_t*>(p));
+            } else {  // edge or misaligned rows: element by element, zeros outside the matrix
+                VecBits t;
+                #pragma unroll
+                for (int x = 0; x < VEC; ++x) t.e[x] = (row_ok && k0 + cc + x < kEnd) ? p[x] : elem_t(0);
+                stA[0] = t.v;
+            }
         }
-    }
-// B: 32x128 global tile (128 contiguous), 1 vector of 8 halves per thread into registers.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 16, cc = (v % 16) * VEC;
-        const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-        const bool row_ok = k0 + r < kEnd;
-        if (b_vec_ok && row_ok && bn0 + cc + VEC <= N) {
-            stB[s] = __ldg(reinterpret_cast<const vec_t*>(p));
-        } else {  // edge or misaligned rows: element by element, zeros outside the matrix
-            VecBits t;
-            #pragma unroll
-            for (int x = 0; x < VEC; ++x) t.e[x] = (row_ok && bn0 + cc + x < N) ? p[x] : elem_t(0);
-            stB[s] = t.v;
+        // B: 32x128 global tile (128 contiguous), 1 vector of 8 halves per thread into registers.
+        {
+            const int r = tid / 16, cc = (tid % 16) * VEC;
+            const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
+            const bool row_ok = k0 + r < kEnd;
+            if (b_vec_ok && row_ok && bn0 + cc + VEC <= N) {
+                stB[0] = __ldg(reinterpret_cast<const vec_t*>(p));
+            } else {  // edge or misaligned rows: element by element, zeros outside the matrix
+                VecBits t;
+                #pragma unroll
+                for (int x = 0; x < VEC; ++x) t.e[x] = (row_ok && bn0 + cc + x < N) ? p[x] : elem_t(0);
+                stB[0] = t.v;
+            }
         }
-    }
-// A: registers -> shared, 16 bytes per store.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 4, cc = (v % 4) * VEC;
-        constexpr int e = 0;
-        *reinterpret_cast<vec_t*>(sA + a_off(cc + e, r)) = stA[s];
-    }
-// B: registers -> shared, 16 bytes per store.
-    #pragma unroll
-    for (int s = 0; s < 1; ++s) {
-        const int v = tid + s * THREADS;
-        const int r = v / 16, cc = (v % 16) * VEC;
-        constexpr int e = 0;
-        *reinterpret_cast<vec_t*>(sB + b_off(r, cc + e)) = stB[s];
-    }
+        // A: registers -> shared, 16 bytes per store.
+        {
+            const int r = tid / 4, cc = (tid % 4) * VEC;
+            *reinterpret_cast<vec_t*>(sA + a_off(cc, r)) = stA[0];
+        }
+        // B: registers -> shared, 16 bytes per store.
+        {
+            const int r = tid / 16, cc = (tid % 16) * VEC;
+            *reinterpret_cast<vec_t*>(sB + b_off(r, cc)) = stB[0];
+        }
         __syncthreads();
-    {   // Tensor-core product of the 32-deep stage.
-        const elem_t* const sa = sA + (0) * A_STAGE;
-        const elem_t* const sb = sB + (0) * B_STAGE;
-        #pragma unroll
-        for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
-            FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
+        {   // Tensor-core product of the 32-deep stage.
+            const elem_t* const sa = sA;
+            const elem_t* const sb = sB;
             #pragma unroll
-            for (int i = 0; i < MI; ++i)
+            for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
+                FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
                 #pragma unroll
-                for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
-            #pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 16
+                for (int i = 0; i < MI; ++i)
+                    #pragma unroll
+                    for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
                 #pragma unroll
-                for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
-                #pragma unroll
-                for (int i = 0; i < MI; ++i) {
-                    // The tensor core truncates its fp32 running sum; summing each group into a fresh
-                    // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
-                    // product near SGEMM's instead of growing with the number of k16 steps.
-                    FragC p;
+                for (int j = 0; j < NI; ++j) {
+                    FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 16
                     #pragma unroll
-                    for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                    for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
                     #pragma unroll
-                    for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
-                    #pragma unroll
-                    for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                    for (int i = 0; i < MI; ++i) {
+                        // The tensor core truncates its fp32 running sum; summing each group into a fresh
+                        // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
+                        // product near SGEMM's instead of growing with the number of k16 steps.
+                        FragC p;
+                        #pragma unroll
+                        for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                        #pragma unroll
+                        for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
+                        #pragma unroll
+                        for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                    }
                 }
             }
         }
-    }
-
         __syncthreads();   // also frees shared memory for the epilogue after the last tile
     }
-
 
     // ---- epilogue: C = alpha * acc + beta * C; with beta == 0, C is never read.
     // Each 16x16 tile goes to this warp's slot of shared memory (wmma.store), then every lane writes 4

@@ -79,7 +79,7 @@ union VecBits { vec_t v; elem_t e[VEC]; };   // a vector assembled element by el
 // (sm_80+). src_bytes < BYTES zero-fills the rest: that is how tile edges read zeros.
 template <int BYTES>
 __device__ __forceinline__ void cp_async(elem_t* dst, const elem_t* src, int src_bytes) {
-    const unsigned s = smem_addr(dst);
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     if constexpr (BYTES == 16)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
     else
@@ -95,14 +95,13 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 __device__ __forceinline__ int a_off(int k, int m) { return (m) * 40 + (k); }
 __device__ __forceinline__ int b_off(int k, int n) { return (k) * 264 + (n); }
 
-
 // The block computes a 128x256 tile of C with 256 threads (8 warps of 64x64); each warp tile is
 // 4x4 wmma tiles of 16x16, 128 fp32 accumulators per thread. K advances 32 at a time through
 // 3 shared-memory stages filled by cp.async; each stage is 2 k16 steps per tile,
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 
-extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16(
     const int M, const int N, const int K, const float alpha,
     const bf16_bits* __restrict__ A, const int lda,
     const bf16_bits* __restrict__ B, const int ldb,
@@ -159,19 +158,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 4, cc = (v % 4) * VEC;
                     const elem_t* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (st) * A_STAGE + a_off(cc + e, r);
+                    elem_t* const dst = sA + st * A_STAGE + a_off(cc, r);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 2; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 4, cc = (v % 4) * VEC;
                     const elem_t* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (st) * A_STAGE + a_off(cc + e, r);
+                    elem_t* const dst = sA + st * A_STAGE + a_off(cc, r);
                     const bool row_ok = bm0 + r < M;
                     if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(kEnd - (k0 + cc), 0), VEC) : 0;
@@ -183,7 +179,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     }
                 }
             }
-
             // B: cp.async global -> shared, 4 copies of 16 bytes per thread.
             if (b_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
                 #pragma unroll
@@ -191,19 +186,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + st * B_STAGE + b_off(r, cc);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 4; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + st * B_STAGE + b_off(r, cc);
                     const bool row_ok = k0 + r < kEnd;
                     if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
@@ -215,7 +207,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     }
                 }
             }
-
         }
         cp_async_commit();   // commit even when empty so the group count stays in step
     }
@@ -233,19 +224,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 4, cc = (v % 4) * VEC;
                     const elem_t* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(cc + e, r);
+                    elem_t* const dst = sA + write_stage * A_STAGE + a_off(cc, r);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 2; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 4, cc = (v % 4) * VEC;
                     const elem_t* p = A + (long long)(bm0 + r) * lda + (k0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(cc + e, r);
+                    elem_t* const dst = sA + write_stage * A_STAGE + a_off(cc, r);
                     const bool row_ok = bm0 + r < M;
                     if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(kEnd - (k0 + cc), 0), VEC) : 0;
@@ -257,7 +245,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     }
                 }
             }
-
             // B: cp.async global -> shared, 4 copies of 16 bytes per thread.
             if (b_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
                 #pragma unroll
@@ -265,19 +252,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + write_stage * B_STAGE + b_off(r, cc);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 4; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + write_stage * B_STAGE + b_off(r, cc);
                     const bool row_ok = k0 + r < kEnd;
                     if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
@@ -289,47 +273,44 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_nn_b128x256x32_w64x
                     }
                 }
             }
-
         }
         cp_async_commit();
-    {   // Tensor-core product of the 32-deep stage.
-        const elem_t* const sa = sA + (read_stage) * A_STAGE;
-        const elem_t* const sb = sB + (read_stage) * B_STAGE;
-        #pragma unroll
-        for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
-            FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
+        {   // Tensor-core product of the 32-deep stage.
+            const elem_t* const sa = sA + read_stage * A_STAGE;
+            const elem_t* const sb = sB + read_stage * B_STAGE;
             #pragma unroll
-            for (int i = 0; i < MI; ++i)
+            for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
+                FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
                 #pragma unroll
-                for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
-            #pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 32
+                for (int i = 0; i < MI; ++i)
+                    #pragma unroll
+                    for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
                 #pragma unroll
-                for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
-                #pragma unroll
-                for (int i = 0; i < MI; ++i) {
-                    // The tensor core truncates its fp32 running sum; summing each group into a fresh
-                    // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
-                    // product near SGEMM's instead of growing with the number of k16 steps.
-                    FragC p;
+                for (int j = 0; j < NI; ++j) {
+                    FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 32
                     #pragma unroll
-                    for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                    for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
                     #pragma unroll
-                    for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
-                    #pragma unroll
-                    for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                    for (int i = 0; i < MI; ++i) {
+                        // The tensor core truncates its fp32 running sum; summing each group into a fresh
+                        // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
+                        // product near SGEMM's instead of growing with the number of k16 steps.
+                        FragC p;
+                        #pragma unroll
+                        for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                        #pragma unroll
+                        for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
+                        #pragma unroll
+                        for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                    }
                 }
             }
         }
-    }
-
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
         write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }
     cp_async_wait<0>();   // nothing may land in shared memory once the epilogue reuses it
     __syncthreads();      // every warp is done with the last stage
-
 
     // ---- epilogue: C = alpha * acc + beta * C; with beta == 0, C is never read.
     // Each 16x16 tile goes to this warp's slot of shared memory (wmma.store), then every lane writes 4

@@ -81,7 +81,7 @@ union VecBits { vec_t v; elem_t e[VEC]; };   // a vector assembled element by el
 // (sm_80+). src_bytes < BYTES zero-fills the rest: that is how tile edges read zeros.
 template <int BYTES>
 __device__ __forceinline__ void cp_async(elem_t* dst, const elem_t* src, int src_bytes) {
-    const unsigned s = smem_addr(dst);
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
     if constexpr (BYTES == 16)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes));
     else
@@ -111,14 +111,13 @@ extern "C" __global__ void gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k
     *p = (beta == 0.0f) ? alpha * sum : alpha * sum + beta * *p;
 }
 
-
 // The block computes a 128x256 tile of C with 256 threads (8 warps of 64x64); each warp tile is
 // 4x4 wmma tiles of 16x16, 128 fp32 accumulators per thread. K advances 32 at a time through
 // 3 shared-memory stages filled by cp.async; each stage is 2 k16 steps per tile,
 // summed 2 at a time into a fresh partial and then added to the accumulators: the tensor cores
 // truncate their running sums, so the long sum over K is kept in round-to-nearest fp32 adds instead.
 
-extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k2w_chk_f16(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k2w_chk_f16(
     const int M, const int N, const int K, const float alpha,
     const f16_bits* __restrict__ A, const int lda,
     const f16_bits* __restrict__ B, const int ldb,
@@ -177,19 +176,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 16, cc = (v % 16) * VEC;
                     const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (st) * A_STAGE + a_off(r, cc + e);
+                    elem_t* const dst = sA + st * A_STAGE + a_off(r, cc);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 2; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 16, cc = (v % 16) * VEC;
                     const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (st) * A_STAGE + a_off(r, cc + e);
+                    elem_t* const dst = sA + st * A_STAGE + a_off(r, cc);
                     const bool row_ok = k0 + r < kEnd;
                     if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(M - (bm0 + cc), 0), VEC) : 0;
@@ -201,7 +197,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     }
                 }
             }
-
             // B: cp.async global -> shared, 4 copies of 16 bytes per thread.
             if (b_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
                 #pragma unroll
@@ -209,19 +204,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + st * B_STAGE + b_off(r, cc);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 4; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (st) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + st * B_STAGE + b_off(r, cc);
                     const bool row_ok = k0 + r < kEnd;
                     if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
@@ -233,7 +225,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     }
                 }
             }
-
         }
         cp_async_commit();   // commit even when empty so the group count stays in step
     }
@@ -251,19 +242,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 16, cc = (v % 16) * VEC;
                     const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(r, cc + e);
+                    elem_t* const dst = sA + write_stage * A_STAGE + a_off(r, cc);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 2; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 16, cc = (v % 16) * VEC;
                     const elem_t* p = A + (long long)(k0 + r) * lda + (bm0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sA + (write_stage) * A_STAGE + a_off(r, cc + e);
+                    elem_t* const dst = sA + write_stage * A_STAGE + a_off(r, cc);
                     const bool row_ok = k0 + r < kEnd;
                     if (a_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(M - (bm0 + cc), 0), VEC) : 0;
@@ -275,7 +263,6 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     }
                 }
             }
-
             // B: cp.async global -> shared, 4 copies of 16 bytes per thread.
             if (b_whole && k_whole) {   // an interior tile (the same for the whole block): no checks
                 #pragma unroll
@@ -283,19 +270,16 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + write_stage * B_STAGE + b_off(r, cc);
                     cp_async<2 * VEC>(dst, p, 2 * VEC);
                 }
-            }
-            else {
+            } else {
                 #pragma unroll
                 for (int s = 0; s < 4; ++s) {
                     const int v = tid + s * THREADS;
                     const int r = v / 32, cc = (v % 32) * VEC;
                     const elem_t* p = B + (long long)(k0 + r) * ldb + (bn0 + cc);
-                    constexpr int e = 0;   // the vector's first element
-                    elem_t* const dst = sB + (write_stage) * B_STAGE + b_off(r, cc + e);
+                    elem_t* const dst = sB + write_stage * B_STAGE + b_off(r, cc);
                     const bool row_ok = k0 + r < kEnd;
                     if (b_vec_ok) {   // aligned rows: one copy, zero-filled past the edge of the matrix
                         const int n = row_ok ? min(max(N - (bn0 + cc), 0), VEC) : 0;
@@ -307,47 +291,44 @@ extern "C" __global__ void __launch_bounds__(256, 1) gg_wmma_tn_b128x256x32_w64x
                     }
                 }
             }
-
         }
         cp_async_commit();
-    {   // Tensor-core product of the 32-deep stage.
-        const elem_t* const sa = sA + (read_stage) * A_STAGE;
-        const elem_t* const sb = sB + (read_stage) * B_STAGE;
-        #pragma unroll
-        for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
-            FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
+        {   // Tensor-core product of the 32-deep stage.
+            const elem_t* const sa = sA + read_stage * A_STAGE;
+            const elem_t* const sb = sB + read_stage * B_STAGE;
             #pragma unroll
-            for (int i = 0; i < MI; ++i)
+            for (int kg = 0; kg < KS; kg += KP) {   // 1 group of KP = 2 k16 steps
+                FragA fa[MI][KP];   // the warp's rows of A for the group's k16 steps
                 #pragma unroll
-                for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
-            #pragma unroll
-            for (int j = 0; j < NI; ++j) {
-                FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 32
+                for (int i = 0; i < MI; ++i)
+                    #pragma unroll
+                    for (int ks = 0; ks < KP; ++ks) wmma_load_a(fa[i][ks], sa + a_off((kg + ks) * 16, wm0 + i * 16));
                 #pragma unroll
-                for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
-                #pragma unroll
-                for (int i = 0; i < MI; ++i) {
-                    // The tensor core truncates its fp32 running sum; summing each group into a fresh
-                    // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
-                    // product near SGEMM's instead of growing with the number of k16 steps.
-                    FragC p;
+                for (int j = 0; j < NI; ++j) {
+                    FragB fb[KP];   // one 16-column strip of B at a time: 8 live registers, not 32
                     #pragma unroll
-                    for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                    for (int ks = 0; ks < KP; ++ks) wmma_load_b(fb[ks], sb + b_off((kg + ks) * 16, wn0 + j * 16));
                     #pragma unroll
-                    for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
-                    #pragma unroll
-                    for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                    for (int i = 0; i < MI; ++i) {
+                        // The tensor core truncates its fp32 running sum; summing each group into a fresh
+                        // partial and adding that with round-to-nearest FADDs keeps the error of a K=4096
+                        // product near SGEMM's instead of growing with the number of k16 steps.
+                        FragC p;
+                        #pragma unroll
+                        for (int t = 0; t < 8; ++t) p.x[t] = 0.0f;
+                        #pragma unroll
+                        for (int ks = 0; ks < KP; ++ks) wmma_mma(p, fa[i][ks], fb[ks]);
+                        #pragma unroll
+                        for (int t = 0; t < 8; ++t) acc[i][j].x[t] += p.x[t];   // same fragment type: same element order
+                    }
                 }
             }
         }
-    }
-
         read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
         write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
     }
     cp_async_wait<0>();   // nothing may land in shared memory once the epilogue reuses it
     __syncthreads();      // every warp is done with the last stage
-
 
     // ---- epilogue: write the raw partial sum to this slice's workspace.
     // Each 16x16 tile goes to this warp's slot of shared memory (wmma.store), then every lane writes 4
