@@ -76,12 +76,22 @@ def rows_for(n: int) -> dict:
         "torch.mm": lambda: torch.mm(a, b),
         "custom op (torch.mm)": lambda: custom_mm(a, b),
         "gemmgen.torch.matmul": lambda: gt.matmul(a, b),
-        "gemmgen part alone": lambda: gemm(a, b, "fp32", None),
+        "gemmgen part alone": lambda: gemm(a, b, None, None),
         "gemmgen.matmul(out=)": lambda: gemmgen.matmul(a, b, out=out),
         "torch.mm, grad": lambda: torch.mm(ag, bg),
         "custom op (torch.mm), grad": lambda: custom_mm(ag, bg),
         "gemmgen.torch.matmul, grad": lambda: gt.matmul(ag, bg),
     }
+
+
+def kernels(sizes=(64, 256)) -> dict[int, str]:
+    """The kernel gemmgen.torch.matmul launches at each size, and how many launches that takes."""
+    out = {}
+    for n in sizes:
+        c = gt.kernel_for(torch.rand(n, n, device="cuda"), torch.rand(n, n, device="cuda")).config
+        how = (f"split-K {c.split_k}, {c.reduce}: {len(c.kernel_names)} launches" if c.split_k > 1 else "one launch")
+        out[n] = f"{c.label or c.name} ({how})"
+    return out
 
 
 def measure(sizes=(64, 256), passes: int = 3) -> dict[int, dict[str, float]]:
@@ -98,8 +108,10 @@ def measure(sizes=(64, 256), passes: int = 3) -> dict[int, dict[str, float]]:
     return results
 
 
-def print_table(results: dict) -> None:
+def print_table(results: dict, used: dict) -> None:
     print(f"host time per call (us), {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for n, name in used.items():
+        print(f"  {n}^3: {name}")
     sizes = list(results)
     print(f"{'call':<30}" + "".join(f"{f'{n}^3':>10}" for n in sizes))
     for name in results[sizes[0]]:
@@ -114,7 +126,7 @@ def print_table(results: dict) -> None:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    results = measure()
+    results, used = measure(), kernels()
     if "--profile" in argv:
         import cProfile
         import pstats
@@ -125,10 +137,11 @@ def main(argv=None) -> int:
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)
     if "--json" in argv:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "kernels": {str(n): k for n, k in used.items()},
                    "us_per_call": {str(n): r for n, r in results.items()}}, sys.stdout)
         print()
     else:
-        print_table(results)
+        print_table(results, used)
     return 0
 
 

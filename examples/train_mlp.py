@@ -158,7 +158,7 @@ def summarize(runs: dict, args) -> dict:
     ms = {name: statistics.median(r["ms"]) for name, r in runs.items()}
     return {"median_step_ms": ms, "speedup": ms["torch"] / ms["gemmgen"], "rel_diff": diff,
             "max_rel_diff": max(diff["gemmgen"]), "noise": noise, "bound": bound,
-            "within_bound": max(diff["gemmgen"]) <= bound}
+            "within_bound": max(diff["gemmgen"]) <= bound, "peak_gib": torch.cuda.max_memory_allocated() / 2 ** 30}
 
 
 def print_report(runs: dict, summary: dict, kernels: dict, args) -> None:
@@ -174,6 +174,8 @@ def print_report(runs: dict, summary: dict, kernels: dict, args) -> None:
     ms = summary["median_step_ms"]
     print(f"\nmedian step time: torch fp32 {ms['torch']:.2f} ms, permuted {ms['permuted']:.2f} ms, gemmgen {ms['gemmgen']:.2f} ms:"
           f" gemmgen {summary['speedup']:.2f}x torch (target >= 1.3x)")
+    print(f"peak GPU memory allocated: {summary['peak_gib']:.2f} GiB (data, three models with their gradients and "
+          "momenta, one step's activations)")
     verdict = "within" if summary["within_bound"] else "OUTSIDE"
     print(f"largest relative loss difference, gemmgen vs torch: {summary['max_rel_diff']:.2e}, {verdict} the bound "
           f"{summary['bound']:.2e} = max({MARGIN:g} x fp32 noise {summary['noise']:.2e}, 2^-19), the noise being the "

@@ -31,7 +31,7 @@ def test_gemmgen_torch_without_torch_says_what_to_install():
 torch = pytest.importorskip("torch")
 import gemmgen.torch as gt  # noqa: E402
 from gemmgen.torch import ops  # noqa: E402
-from gemmgen.torch.tensors import matrix  # noqa: E402
+from gemmgen.torch.tensors import check_matmul, matrix  # noqa: E402
 
 
 def meta(*shape, dtype=None, grad=False):
@@ -230,19 +230,25 @@ class _FakeKernel:
         import types
 
         self.config = types.SimpleNamespace(bounds=bounds)
-        self.loaded = types.SimpleNamespace(workspace_floats=lambda M, N: workspace)
         self.launches = []
-
-    def __call__(self, ops, stream, workspace):
-        self.launches.append((ops, stream, workspace))
+        self.loaded = types.SimpleNamespace(workspace_floats=lambda M, N: workspace,
+                                            launch=lambda *args: self.launches.append(args))
 
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """launch.gemm on CPU tensors: no device switch, a named stream, one fake kernel for every request."""
+    """launch.gemm on CPU tensors: no device switch, a named stream, one fake kernel for every request,
+    the argument checks passing CPU tensors, and no plans left over from other tests."""
     from gemmgen.torch import launch
 
-    state = {"kernel": _FakeKernel(), "picked": []}
+    state = {"kernel": _FakeKernel(), "picked": [], "checked": 0}
+
+    def check(a, b, precision, family):
+        state["checked"] += 1
+        return check_matmul(a, b, precision, family, ("cpu",))
+
+    monkeypatch.setattr(launch, "_PLANS", {})
+    monkeypatch.setattr(launch, "check_matmul", check)
     monkeypatch.setattr(launch, "_current_device", lambda: None)
     monkeypatch.setattr(launch, "current_stream", lambda dev: "torch's current stream")
     monkeypatch.setattr(launch, "_kernel", lambda *key: state["picked"].append(key[4:7]) or state["kernel"])
@@ -257,40 +263,114 @@ def fake_gpu(monkeypatch):
 def test_launch_reads_operands_where_they_lie(fake_gpu, a, b, request_):
     launch, state = fake_gpu
     a, b = a(), b()
-    out = launch.gemm(a, b, "fp32", None)
+    out = launch.gemm(a, b, None, None)
     (ops, stream, workspace), = state["kernel"].launches
     assert state["picked"] == [request_] and stream == "torch's current stream" and workspace is None
     assert (ops.M, ops.N, ops.K, ops.A, ops.B, ops.C, ops.ldc) == (5, 6, 8, a.data_ptr(), b.data_ptr(), out.data_ptr(), 6)
     assert (ops.lda, ops.ldb, ops.alpha, ops.beta) == (*request_[1:], 1.0, 0.0)
 
 
+def test_a_repeated_call_is_checked_and_planned_once(fake_gpu):
+    """The checks and the kernel choice depend on shapes, strides, dtypes, devices and options only:
+    the second call of a kind looks its plan up; new strides or options make a new plan."""
+    launch, state = fake_gpu
+    a, b = torch.zeros(5, 8), torch.zeros(8, 6)
+    launch.gemm(a, b, None, None)
+    launch.gemm(torch.ones(5, 8), torch.ones(8, 6), None, None)
+    assert state["checked"] == 1 and len(state["picked"]) == 1 and len(state["kernel"].launches) == 2
+    launch.gemm(a, torch.zeros(6, 8).t(), None, None)   # b transposed: another layout
+    launch.gemm(a, b, "tf32", None)
+    assert state["checked"] == 3 and state["picked"][1:] == [("NT", 8, 8), ("NN", 8, 6)]
+
+
+def test_deterministic_mode_is_part_of_the_request(fake_gpu):
+    launch, state = fake_gpu
+    a, b = torch.zeros(5, 8), torch.zeros(8, 6)
+    picked = []
+    launch._kernel = lambda *key: picked.append(key[-1]) or state["kernel"]
+    launch.gemm(a, b, None, None)
+    torch.use_deterministic_algorithms(True)
+    try:
+        launch.gemm(a, b, None, None)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert picked == [False, True]
+
+
 def test_launch_gives_a_fast_path_kernel_aligned_copies(fake_gpu):
     launch, state = fake_gpu
     state["kernel"] = _FakeKernel(bounds="none")
     a = torch.zeros(4, 9)[:, 1:]            # rows of 8 floats starting 4 bytes into the storage
-    launch.gemm(a, torch.zeros(8, 4), "fp32", None)
+    launch.gemm(a, torch.zeros(8, 4), None, None)
     assert state["picked"] == [("NN", 9, 4), ("NN", 8, 4)]
     assert state["kernel"].launches[0][0].A % 16 == 0
+
+
+def test_strides_no_kernel_reads_are_copied_on_every_call(fake_gpu):
+    launch, state = fake_gpu
+    a = torch.arange(30.0).view(3, 10)[:, ::2]   # every other column
+    for _ in range(2):
+        launch.gemm(a, torch.zeros(5, 4), None, None)
+    assert all(ops.A != a.data_ptr() and ops.lda == 5 for ops, *_ in state["kernel"].launches)
+    assert len(state["kernel"].launches) == 2
 
 
 def test_launch_takes_the_workspace_from_torch(fake_gpu):
     launch, state = fake_gpu
     state["kernel"] = _FakeKernel(workspace=4 * 5 * 6)
-    launch.gemm(torch.zeros(5, 8), torch.zeros(8, 6), "fp32", None)
+    launch.gemm(torch.zeros(5, 8), torch.zeros(8, 6), None, None)
     assert state["kernel"].launches[0][2] > 0
 
 
 def test_empty_products(fake_gpu):
     launch, state = fake_gpu
-    assert launch.gemm(torch.zeros(0, 3), torch.zeros(3, 4), "fp32", None).shape == (0, 4)
-    assert torch.equal(launch.gemm(torch.zeros(2, 0), torch.zeros(0, 4), "fp32", None), torch.zeros(2, 4))
+    assert launch.gemm(torch.zeros(0, 3), torch.zeros(3, 4), None, None).shape == (0, 4)
+    assert torch.equal(launch.gemm(torch.zeros(2, 0), torch.zeros(0, 4), None, None), torch.zeros(2, 4))
     assert not state["kernel"].launches
 
 
 def test_a_new_request_inside_capture_is_refused_before_picking(monkeypatch):
-    from gemmgen.torch import launch
+    from gemmgen.torch import kernels
 
     monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
-    monkeypatch.setattr(launch, "library_for", lambda *a: pytest.fail("picked a kernel inside capture"))
+    monkeypatch.setattr(kernels, "library_for", lambda *a: pytest.fail("picked a kernel inside capture"))
     with pytest.raises(RuntimeError, match="inside CUDA graph capture.*warm-up"):
-        launch._kernel(0, 11, 12, 13, "NN", 13, 12, "fp32", None)
+        kernels.pick(0, 11, 12, 13, "NN", 13, 12, "fp32", None)
+
+
+# ---- deterministic mode: no atomic split-K -------------------------------------------------------------
+def _h100_library():
+    from gemmgen.base.devices import known
+    from gemmgen.records.lookup import load_device
+    from gemmgen.runtime.library import KernelLibrary
+
+    found = load_device("NVIDIA H100 80GB HBM3")
+    return KernelLibrary(known("h100"), found.entries, 0, False, found.timings)
+
+
+def test_fixed_order_config_replaces_atomic_split_k_by_the_next_best_timed_kernel():
+    """On the shipped H100 timings, 64x128x512 NT dispatches an atomic split-K kernel (k12a); the
+    deterministic choice is the dispatch rule on the kernels that reduce in a fixed order."""
+    from gemmgen.runtime.dispatch import choose
+    from gemmgen.torch.kernels import fixed_order_config
+
+    lib = _h100_library()
+    request = (64, 128, 512, "NT", 512, 512)
+    atomic = choose(lib.candidates("fp32", "NT"), *request, 128).config
+    assert atomic.split_atomic
+    fixed = fixed_order_config(lib, atomic, 64, 128, 512, 512, 512, "fp32", None)
+    assert not fixed.split_atomic and fixed.layout == "NT" and fixed.accepts(64, 128, 512, 512, 512, 128) is None
+    others = [f for f in lib.candidates("fp32", "NT") if not f.config.split_atomic]
+    assert fixed == choose(others, *request, 128).config
+
+
+def test_fixed_order_config_without_timings_takes_one_slice_of_the_same_tile():
+    from gemmgen.kernel.presets import preset
+    from gemmgen.runtime.library import KernelLibrary
+    from gemmgen.base.devices import known
+    from gemmgen.torch.kernels import fixed_order_config
+
+    lib = KernelLibrary(known("h100"), {})
+    atomic = preset("tf32x3-wgmma").replace(split_k=4)
+    fixed = fixed_order_config(lib, atomic, 64, 128, 512, 512, 128, "fp32", None)
+    assert fixed == atomic.replace(split_k=1)

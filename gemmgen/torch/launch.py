@@ -3,88 +3,118 @@
 What ``gemmgen.matmul`` does, without its CuPy views: the pointers, strides and shapes come from the
 tensors themselves, the output is allocated by PyTorch's caching allocator (``torch.empty``), and the
 kernel is launched on PyTorch's current stream (its raw pointer wrapped once per stream in a CuPy
-stream, cached). When shapes repeat, a call allocates nothing but the output and never waits for the
-GPU, so it can be captured in a CUDA graph: the kernel of a new request is picked (and compiled, on
-first use) only outside capture, and a first call inside capture raises, asking for a warm-up call.
+stream, cached). When shapes repeat, a call allocates nothing but the output (and the workspace of a
+split-K kernel that reduces through one) and never waits for the GPU, so it can be captured in a CUDA
+graph: the kernel of a new request is picked (and compiled, on first use) only outside capture, and a
+first call inside capture raises, asking for a warm-up call.
 
->>> import torch                                                                    # doctest: +SKIP
->>> gemm(torch.rand(64, 32, device="cuda"), torch.rand(32, 16, device="cuda"), "fp32", None).shape  # doctest: +SKIP
+The host work of a call is one dictionary lookup: everything that depends only on the tensors'
+shapes, strides, dtypes and devices and on the options (the argument checks, the layouts, the
+kernel) is worked out on the first call of a kind and kept as a :class:`Plan`; a call then reads
+the three pointers, allocates C and launches.
+
+>>> import torch                                                                    # doctest: +GPU
+>>> gemm(torch.rand(64, 32, device="cuda"), torch.rand(32, 16, device="cuda"), None, None).shape  # doctest: +GPU
 torch.Size([64, 16])
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 
 from ..measure.launch import Operands
-from ..runtime.library import Kernel, library_for
+from ..runtime.library import Kernel
+from .kernels import deterministic, pick as _kernel
 from .tensors import check_matmul, matrix
 
-_KERNELS: dict[tuple, Kernel] = {}   # (device, M, N, K, layout, lda, ldb, class, family) -> kernel
 _STREAMS: dict[tuple, Any] = {}      # (device, raw cudaStream_t) -> CuPy stream over it
+_PLANS: dict[tuple, "Plan"] = {}     # facts of a request (see _key) -> its plan
+MAX_PLANS = 4096                     # then the plans start again (shapes that never repeat)
 # PyTorch's own lookup of the current stream's raw handle (what TorchInductor's generated code calls):
 # no Python Stream object per call. Builds without CUDA lack it, and get the public route.
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_GET_DEVICE: list = []               # CuPy's cudaGetDevice, looked up once
 
 
-def gemm(a: torch.Tensor, b: torch.Tensor, precision: str, family: Optional[str],
+class Plan(NamedTuple):
+    """What every call of one kind needs: C is M x N, row-major; the kernel reads A and B in place
+    with leading dimensions lda and ldb, unless ``copy`` (strides no kernel reads: contiguous copies
+    first, as torch.mm makes for cuBLAS); ``kernel`` None for an empty product."""
+
+    dev: int
+    M: int
+    N: int
+    K: int
+    precision: str           # the precision class, checked
+    family: Optional[str]
+    lda: int
+    ldb: int
+    copy: bool
+    kernel: Optional[Kernel]
+    aligned: bool            # kernel without bounds checks: its base pointers must be 16-byte aligned
+    workspace: int           # floats of split-K workspace per call (0: none)
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, precision: Optional[str], family: Optional[str],
          shape: Optional[tuple] = None) -> torch.Tensor:
-    """a @ b in float32 with gemmgen's kernel for this GPU and precision class, as a new tensor of
-    ``shape`` (default (M, N); linear's (*, N) holds the same M rows).
-
-    a and b are CUDA matrices of one dtype with matching inner dimensions (checked by the caller,
-    :mod:`.tensors`); any strides (read in place where rows or columns are contiguous).
-    """
-    M, N = a.shape[0], b.shape[1]
-    out = torch.empty(shape or (M, N), dtype=torch.float32, device=a.device)
-    if M and N:
-        gemm_into(out.view(M, N), a, b, precision, family)
+    """a @ b in float32 with gemmgen's kernel for this GPU and precision (None: the inputs' class), as
+    a new tensor of ``shape`` (default (M, N); linear's (*, N) holds the same M rows). The arguments
+    are checked on the first call of a kind (one-line errors, :mod:`.tensors`)."""
+    plan = _PLANS.get(_key(a, b, precision, family)) or plan_for(a, b, precision, family)
+    out = torch.empty(shape or (plan.M, plan.N), dtype=torch.float32, device=a.device)
+    if plan.kernel is not None:
+        _launch(plan, a, b, out)
+    elif plan.M and plan.N:   # K == 0: an empty sum
+        out.zero_()
     return out
 
 
-def gemm_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: str, family: Optional[str]) -> None:
-    """out = a @ b; out is a contiguous float32 (M, N) tensor of a's device, M, N >= 1."""
-    K = a.shape[1]
-    if K == 0:   # an empty sum
-        out.zero_()
-        return
-    dev = a.device.index
-    # The common case needs no device switch (a CuPy device context costs microseconds).
-    with contextlib.nullcontext() if _current_device() == dev else _device(dev):
-        (a, la, lda), (b, lb, ldb) = matrix(a, "a"), matrix(b, "b")
-        kernel = _kernel(dev, a.shape[0], out.shape[1], K, la + lb, lda, ldb, precision, family)
-        if kernel.config.bounds == "none" and (a.data_ptr() | b.data_ptr()) % 16:
-            # a fast-path kernel loads 16 bytes at a time from the base pointers without checking them
-            (a, la, lda), (b, lb, ldb) = matrix(a.contiguous(), "a"), matrix(b.contiguous(), "b")
-            kernel = _kernel(dev, a.shape[0], out.shape[1], K, la + lb, lda, ldb, precision, family)
-        ops = Operands(a.shape[0], out.shape[1], K, a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(),
-                       out.shape[1], 1.0, 0.0)
-        workspace = _workspace(kernel, out)   # alive until the kernels are enqueued
-        kernel(ops, current_stream(dev), None if workspace is None else workspace.data_ptr())
+def _key(a: torch.Tensor, b: torch.Tensor, precision: Optional[str], family: Optional[str]) -> tuple:
+    return (a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device, precision, family,
+            deterministic())
 
 
-def _workspace(kernel: Kernel, out: torch.Tensor) -> Optional[torch.Tensor]:
-    """The partial sums of a split-K kernel that reduces through a workspace, from PyTorch's allocator
-    (stream-ordered on the current stream, and part of the graph under capture), or None."""
-    floats = kernel.loaded.workspace_floats(*out.shape)
-    return torch.empty(floats, dtype=torch.float32, device=out.device) if floats else None
+def plan_for(a: torch.Tensor, b: torch.Tensor, precision: Optional[str], family: Optional[str]) -> Plan:
+    """The plan of a request (checked, then cached), picking its kernel if it is new."""
+    key = _key(a, b, precision, family)
+    cls = check_matmul(a, b, precision, family)
+    dev, (M, K), N = a.device.index, a.shape, b.shape[1]
+    if M and N and K:
+        (a2, la, lda), (b2, lb, ldb) = matrix(a, "a"), matrix(b, "b")
+        with _on(dev):
+            kernel = _kernel(dev, M, N, K, la + lb, lda, ldb, cls, family, key[-1])
+        plan = Plan(dev, M, N, K, cls, family, lda, ldb, a2 is not a or b2 is not b, kernel,
+                    kernel.config.bounds == "none", kernel.loaded.workspace_floats(M, N))
+    else:
+        plan = Plan(dev, M, N, K, cls, family, 1, 1, False, None, False, 0)
+    if len(_PLANS) >= MAX_PLANS:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
 
 
-def _kernel(dev: int, M: int, N: int, K: int, layout: str, lda: int, ldb: int, precision: str,
-            family: Optional[str]) -> Kernel:
-    """The library's kernel for a request, cached here too, so that a repeated request costs one lookup
-    and a new one can be refused inside CUDA-graph capture before anything is compiled or loaded."""
-    key = (dev, M, N, K, layout, lda, ldb, precision, family)
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        if torch.cuda.is_current_stream_capturing():
-            raise RuntimeError(f"gemmgen.torch: first call for {M}x{N}x{K} layout {layout} ({precision}) inside "
-                               "CUDA graph capture; call the op once with these shapes before capturing (warm-up), "
-                               "so its kernel is picked and compiled outside the graph")
-        kernel = _KERNELS[key] = library_for(dev, False).kernel_for(M, N, K, layout, lda, ldb, N, precision, family)
-    return kernel
+def _launch(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """out = a @ b by the plan's kernel, on the current stream of the plan's device."""
+    if _current_device() != plan.dev:   # the kernels are loaded into their device's context
+        with _on(plan.dev):
+            return _launch(plan, a, b, out)
+    A, B = a.data_ptr(), b.data_ptr()
+    kernel, lda, ldb = plan.kernel, plan.lda, plan.ldb
+    if plan.copy or (plan.aligned and (A | B) % 16):
+        # Strides no kernel reads, or a fast-path kernel (it loads 16 bytes at a time from the base
+        # pointers without checking them) on misaligned operands: contiguous copies, and their kernel.
+        (a, la, lda), (b, lb, ldb) = matrix(a.contiguous() if plan.aligned else a, "a"), \
+            matrix(b.contiguous() if plan.aligned else b, "b")
+        kernel = _kernel(plan.dev, plan.M, plan.N, plan.K, la + lb, lda, ldb, plan.precision, plan.family,
+                         deterministic())
+        A, B = a.data_ptr(), b.data_ptr()
+    floats = plan.workspace if kernel is plan.kernel else kernel.loaded.workspace_floats(plan.M, plan.N)
+    # The split-K workspace from PyTorch's allocator: stream-ordered on the current stream, part of
+    # the graph under capture, and alive until the kernels are enqueued.
+    workspace = torch.empty(floats, dtype=torch.float32, device=out.device) if floats else None
+    kernel.loaded.launch(Operands(plan.M, plan.N, plan.K, A, lda, B, ldb, out.data_ptr(), plan.N, 1.0, 0.0),
+                         current_stream(plan.dev), None if workspace is None else workspace.data_ptr())
 
 
 def current_stream(dev: int):
@@ -115,27 +145,42 @@ def _wrap(ptr: int, dev: int):
 
 
 def _current_device() -> int:
-    import cupy
+    """The CUDA runtime's current device (CuPy's cudaGetDevice: no Python layers per call)."""
+    if not _GET_DEVICE:
+        import cupy
 
-    return cupy.cuda.runtime.getDevice()
+        _GET_DEVICE.append(cupy.cuda.runtime.getDevice)
+    return _GET_DEVICE[0]()
 
 
-def _device(dev: int):
-    import cupy
+class _on:
+    """Device ``dev`` current inside (a CuPy device context, entered only where it is not)."""
 
-    return cupy.cuda.Device(dev)
+    def __init__(self, dev: int):
+        self.dev, self.ctx = dev, None
+
+    def __enter__(self):
+        if _current_device() != self.dev:
+            import cupy
+
+            self.ctx = cupy.cuda.Device(self.dev)
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
 
 
 def kernel_for(a: torch.Tensor, b: torch.Tensor, precision: Optional[str] = None,
               family: Optional[str] = None) -> Kernel:
-    """The kernel ``gemmgen.torch.matmul(a, b, ...)`` launches for these tensors (picked now if new):
-    ``.config.label or .config.name`` says which, ``.config.layout`` how a and b were read.
+    """The kernel ``gemmgen.torch.matmul(a, b, ...)`` launches for these tensors (picked now if new),
+    under the current deterministic-algorithms setting: ``.config.label or .config.name`` says which,
+    ``.config.layout`` how a and b were read (operands whose strides no kernel reads: their copies).
 
-    >>> kernel_for(torch.rand(256, 64, device="cuda"), torch.rand(32, 64, device="cuda").t()).config.layout  # doctest: +SKIP
+    >>> kernel_for(torch.rand(256, 64, device="cuda"), torch.rand(32, 64, device="cuda").t()).config.layout  # doctest: +GPU
     'NT'
     """
-    cls = check_matmul(a, b, precision, family)
-    (a, la, lda), (b, lb, ldb) = matrix(a, "a"), matrix(b, "b")
-    dev = a.device.index
-    with contextlib.nullcontext() if _current_device() == dev else _device(dev):
-        return _kernel(dev, a.shape[0], b.shape[1], a.shape[1], la + lb, lda, ldb, cls, family)
+    plan = _PLANS.get(_key(a, b, precision, family)) or plan_for(a, b, precision, family)
+    if plan.kernel is None:
+        raise ValueError(f"a is {plan.M}x{plan.K} and b {plan.K}x{plan.N}: an empty product launches no kernel")
+    return plan.kernel

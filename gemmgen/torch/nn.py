@@ -23,8 +23,8 @@ class Linear(torch.nn.Linear):
     state_dict, same initialisation; float32 output. ``precision``/``family`` as in
     :func:`gemmgen.torch.matmul` (None: the inputs' own class, fp32-accurate for float32).
 
-    >>> layer = Linear(4096, 4096, device="cuda")                           # doctest: +SKIP
-    >>> y = layer(torch.rand(8, 1024, 4096, device="cuda"))                 # doctest: +SKIP
+    >>> layer = Linear(4096, 4096, device="cuda")                           # doctest: +GPU
+    >>> y = layer(torch.rand(8, 1024, 4096, device="cuda"))                 # doctest: +GPU
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None, dtype=None, *,

@@ -13,10 +13,10 @@ The output C is float32 whatever the inputs (gemmgen's contract): float16/bfloat
 float32 results, and their gradients are computed from dC rounded to the input type, then returned
 in it. ``precision``/``family`` are those of :func:`gemmgen.matmul`; backward uses the forward's.
 
->>> import torch, gemmgen.torch as gt                                               # doctest: +SKIP
->>> a = torch.rand(512, 256, device="cuda", requires_grad=True)                    # doctest: +SKIP
->>> b = torch.rand(128, 256, device="cuda").t()         # a transposed view: layout T   # doctest: +SKIP
->>> gt.matmul(a, b).sum().backward()                     # dA = dC @ B^T by gemmgen     # doctest: +SKIP
+>>> import torch, gemmgen.torch as gt                                               # doctest: +GPU
+>>> a = torch.rand(512, 256, device="cuda", requires_grad=True)                    # doctest: +GPU
+>>> b = torch.rand(128, 256, device="cuda").t()         # a transposed view: layout T   # doctest: +GPU
+>>> gt.matmul(a, b).sum().backward()                     # dA = dC @ B^T by gemmgen     # doctest: +GPU
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import Optional
 import torch
 
 from .launch import gemm
-from .tensors import TRACE_ON, check_linear, check_matmul, check_types, matrix, rows
+from .tensors import TRACE_ON, check_linear, check_matmul, check_types, linear_class, matrix, rows
 
 Tensor = torch.Tensor
 
@@ -34,10 +34,11 @@ Tensor = torch.Tensor
 # No defaults in the schemas: the dispatcher drops arguments equal to their defaults before autograd
 # sees them, which would shorten ctx.needs_input_grad (the public functions pass every argument).
 def _matmul_impl(a: Tensor, b: Tensor, precision: Optional[str], family: Optional[str]) -> Tensor:
-    return gemm(a, b, check_matmul(a, b, precision, family), family)
+    return gemm(a, b, precision, family)   # checked there, once per kind of call
 
 
 _matmul = torch.library.custom_op("gemmgen::matmul", _matmul_impl, mutates_args=())
+_MATMUL = torch.ops.gemmgen.matmul.default   # the operator itself: no Python layer in front of the dispatcher
 
 
 @_matmul.register_fake
@@ -66,7 +67,7 @@ _matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
 # ---- gemmgen::linear ------------------------------------------------------------------------------
 def _linear_impl(x: Tensor, weight: Tensor, bias: Optional[Tensor], precision: Optional[str],
                  family: Optional[str]) -> Tensor:
-    cls = check_linear(x, weight, bias, precision, family)
+    cls = linear_class(x, weight, bias, precision, family)   # checked once per kind of call
     x2 = x.reshape(rows(x), x.shape[-1])   # a view where x's strides allow
     y = gemm(x2, weight.t(), cls, family, (*x.shape[:-1], weight.shape[0]))
     if bias is not None:
@@ -75,6 +76,7 @@ def _linear_impl(x: Tensor, weight: Tensor, bias: Optional[Tensor], precision: O
 
 
 _linear = torch.library.custom_op("gemmgen::linear", _linear_impl, mutates_args=())
+_LINEAR = torch.ops.gemmgen.linear.default
 
 
 @_linear.register_fake
@@ -105,8 +107,10 @@ _linear.register_autograd(_linear_backward, setup_context=_linear_setup)
 def _mm(p: Tensor, q: Tensor, dtype: torch.dtype, ctx) -> Tensor:
     """p @ q by gemmgen::matmul for a gradient of type ``dtype``: half inputs take dC rounded to their
     type (both operands of a kernel have one dtype) and get the float32 result back in it."""
-    p, q = p.to(dtype), q.to(dtype)   # no-ops for float32
-    return torch.ops.gemmgen.matmul.default(p, q, ctx.precision, ctx.family).to(dtype)
+    if p.dtype != dtype or q.dtype != dtype:   # float32 passes through without a call
+        p, q = p.to(dtype), q.to(dtype)
+    out = _MATMUL(p, q, ctx.precision, ctx.family)
+    return out if dtype == torch.float32 else out.to(dtype)
 
 
 # ---- the public functions -------------------------------------------------------------------------
@@ -119,10 +123,11 @@ def matmul(a: Tensor, b: Tensor, *, precision: Optional[str] = None, family: Opt
     kernels to one template family ("simt", "tf32x3", "tf32", "wmma"), as in :func:`gemmgen.matmul`.
     Runs on the current CUDA stream; capturable in CUDA graphs after one call with the same shapes.
 
-    >>> c = matmul(torch.rand(64, 32, device="cuda"), torch.rand(16, 32, device="cuda").t())  # doctest: +SKIP
+    >>> c = matmul(torch.rand(64, 32, device="cuda"), torch.rand(16, 32, device="cuda").t())  # doctest: +GPU
     """
-    check_types({"a": a, "b": b})   # the dispatcher's own error for a non-tensor is many lines long
-    return torch.ops.gemmgen.matmul.default(a, b, precision, family)
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):   # the dispatcher's own error is many lines long
+        check_types({"a": a, "b": b})
+    return _MATMUL(a, b, precision, family)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, precision: Optional[str] = None,
@@ -132,7 +137,7 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, *, precisio
     x is (*, in_features), weight (out_features, in_features), bias (out_features,) or None; the
     result is float32 of shape (*, out_features). ``precision``/``family`` as in :func:`matmul`.
 
-    >>> y = linear(torch.rand(8, 128, 256, device="cuda"), torch.rand(512, 256, device="cuda"))  # doctest: +SKIP
+    >>> y = linear(torch.rand(8, 128, 256, device="cuda"), torch.rand(512, 256, device="cuda"))  # doctest: +GPU
     """
     check_types({"x": x, "weight": weight}, {"bias": bias})
-    return torch.ops.gemmgen.linear.default(x, weight, bias, precision, family)
+    return _LINEAR(x, weight, bias, precision, family)

@@ -116,6 +116,24 @@ def check_linear(x, weight, bias, precision: Optional[str], family: Optional[str
     return _precision(precision, family, kind)
 
 
+_LINEAR_CHECKED: dict[tuple, str] = {}   # facts of a linear call that passed its checks -> its class
+
+
+def linear_class(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], precision: Optional[str],
+                 family: Optional[str]) -> str:
+    """:func:`check_linear` on CUDA tensors, run once per kind of call (what the checks read: shapes,
+    dtypes, devices, options) and remembered: a repeated call costs one lookup."""
+    key = (x.shape, weight.shape, x.dtype, weight.dtype, x.device, weight.device, precision, family,
+           None if bias is None else (bias.shape, bias.dtype, bias.device))
+    cls = _LINEAR_CHECKED.get(key)
+    if cls is None:
+        cls = check_linear(x, weight, bias, precision, family)
+        if len(_LINEAR_CHECKED) >= 4096:   # shapes that never repeat: start again
+            _LINEAR_CHECKED.clear()
+        _LINEAR_CHECKED[key] = cls
+    return cls
+
+
 def _precision(precision: Optional[str], family: Optional[str], kind: str) -> str:
     cls = resolve_precision(precision, kind)
     check_family(family, cls)
