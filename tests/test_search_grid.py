@@ -161,6 +161,23 @@ def test_timings_only_retimes_another_gpus_winners(fake_cli, capsys):
     assert report["tasks"] == [] or all(t["status"] != "tuned" for t in report["tasks"])
 
 
+def test_winners_from_without_family_times_every_family_of_the_file(fake_cli, capsys):
+    """search's --family defaults to simt; timing another GPU's kernels with that default once left
+    its 3xTF32 kernels out silently (an H200 file of SIMT kernels only). Without --family every
+    family of the file is timed."""
+    h200 = {**H100, "name": "NVIDIA H200"}
+    theirs = preset("tf32x3-wgmma").replace(split_k=4)
+    other = fake_cli / "h200b"
+    store.record(h200, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30, arch="sm_90")], other,
+                 timings=Timings.empty().add(preset("v13"), "4096x4096x4096", 9.0))
+    argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--winners-from",
+            str(other / "nvidia-h200.json"), "--results", str(fake_cli / "r3"), "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    saved = store.load_file(fake_cli / "r3" / FILE)
+    assert {k.split("_")[1] for k in saved.timings.kernels} == {"simt", "tf32x3"}
+    assert theirs.name in saved.timings.kernels
+
+
 def test_grid_auto_picks_the_shipped_grid_of_the_gpu(fake_cli, capsys):
     report, err = grid_search(capsys, fake_cli, "--no-timings", "--timeout", "0.001")
     assert "grid mini" in err   # a file given: its shapes

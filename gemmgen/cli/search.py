@@ -42,8 +42,8 @@ EPILOG = """examples:
 def configure(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
     a("--gpu", help="the GPU you mean to tune (rtx3090, a100, h100, ...); must match the detected one")
-    a("--family", metavar="NAME[,NAME]", help="template family: simt (default), tf32, tf32x3, a comma-separated "
-      "list, or all; each is searched in turn in its own study with the full --trials budget")
+    a("--family", metavar="NAME[,NAME]", help="template family: simt (default; all with --winners-from), tf32, tf32x3, "
+      "a comma-separated list, or all; each is searched in turn in its own study with the full --trials budget")
     a("--trials", type=int, help="measured trials per study, resumes included (default 200; with --grid, "
       "per shape and family, enqueued warm starts included: default 24)")
     a("--timeout", type=float, help="stop each worker after this many seconds (--grid: the whole tuning stage)")
@@ -64,6 +64,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.family is None and getattr(args, "winners_from", None):
+        args.family = "all"   # another GPU's kernels are timed whatever their family, unless --family says
     families = parse_families(args.family, args.space)   # before anything touches the GPU
     devices = _devices(args.devices)
     if search_grid.check(args):
