@@ -34,7 +34,7 @@ constexpr int VEC = 1;                                       // floats per globa
 constexpr int STAGES = 1;
 constexpr int AS_LD = 8;   // A's shared row: BK + 0 pad
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
-constexpr int A_STAGE = 1024, B_STAGE = 1024;  // floats per stage
+constexpr int A_STAGE = 1024;  // floats per stage
 
 // Shared-memory offsets.
 __device__ __forceinline__ int a_off(int k, int m) {

@@ -34,7 +34,7 @@ constexpr int VEC = 4;                                       // floats per globa
 constexpr int STAGES = 1;
 constexpr int AS_LD = 132;   // A's shared row: BM + 4 pad (shifts each row 4 banks so column walks spread over banks)
 constexpr int BS_LD = 128;   // B's shared row: BN + 0 pad
-constexpr int A_STAGE = 1056, B_STAGE = 1024;  // floats per stage
+constexpr int A_STAGE = 1056;  // floats per stage
 
 // Shared-memory offsets.
 __device__ __forceinline__ int a_off(int k, int m) {

@@ -31,7 +31,7 @@ constexpr int THREADS = 512;
 constexpr int VEC = 8;                                       // halves per global load / cp.async
 constexpr int STAGES = 1;
 constexpr int A_LD = 40, B_LD = 136;                   // shared row lengths in halves, padding included
-constexpr int A_STAGE = 5120, B_STAGE = 4352;  // halves per stage: A 128x40, B 32x136
+constexpr int A_STAGE = 5120;  // halves per stage: A 128x40, B 32x136
 constexpr int EPI_LD = 20;                                  // floats per row of a warp's 16x16 epilogue slot
 
 // A and B hold fp16 (IEEE binary16) values, passed as their 16-bit patterns: the kernel only moves them
