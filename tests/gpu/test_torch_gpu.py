@@ -256,10 +256,10 @@ def test_cuda_graph_replay_is_bitwise_eager_under_deterministic_algorithms(deter
 
 
 def test_cuda_graph_replay_matches_eager_to_rounding():
-    """By default the dispatch may pick atomic split-K kernels (on the H100: 64x128x512 NT, the second
-    layer's forward, is k12a), whose slices meet in C in the order the blocks finish: replay and eager
-    then differ only in that order of fp32 additions, a few unit roundoffs per element, so at most 2^-19
-    (32 unit roundoffs, the fp32 gate's floor) in relative Frobenius norm."""
+    """By default the dispatch may pick atomic split-K kernels for this model's small GEMMs, whose
+    slices meet in C in the order the blocks finish: replay and eager then differ only in that order
+    of fp32 additions, a few unit roundoffs per element, so at most 2^-19 (32 unit roundoffs, the fp32
+    gate's floor) in relative Frobenius norm."""
     replayed, eager = _replay_and_eager(_graph_model())
     for name, r, e in zip(("y", "W1", "b1", "W2", "b2"), replayed, eager):
         diff = float((r.double() - e.double()).norm() / e.double().norm())
