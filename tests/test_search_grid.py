@@ -144,13 +144,18 @@ def test_several_gpus_share_the_grid(fake_cli, capsys):
     assert {d for d, *_ in FakeRetime.seen} >= {0, 1} and report["timings"]["measured"] > 0
 
 
-def test_timings_only_retimes_another_gpus_winners(fake_cli, capsys):
-    h200 = {**H100, "name": "NVIDIA H200"}
+def _h200_results(folder):
+    """An H200's results file in ``folder``: a 3xTF32 split-K entry and a SIMT (v13) timing.
+    Returns (the 3xTF32 config, the file's path)."""
     theirs = preset("tf32x3-wgmma").replace(split_k=4)
-    other = fake_cli / "h200"
-    store.record(h200, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30, arch="sm_90")], other,
-                 timings=Timings.empty().add(preset("v13"), "4096x4096x4096", 9.0))
-    report, err = grid_search(capsys, fake_cli, "--timings-only", "--winners-from", str(other / "nvidia-h200.json"))
+    store.record({**H100, "name": "NVIDIA H200"}, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30, arch="sm_90")],
+                 folder, timings=Timings.empty().add(preset("v13"), "4096x4096x4096", 9.0))
+    return theirs, folder / "nvidia-h200.json"
+
+
+def test_timings_only_retimes_another_gpus_winners(fake_cli, capsys):
+    theirs, other = _h200_results(fake_cli / "h200")
+    report, err = grid_search(capsys, fake_cli, "--timings-only", "--winners-from", str(other))
     assert "grid mini" in err and "to tune" not in err and "the kernels of" in err
     saved = store.load_file(fake_cli / "results" / FILE)
     assert set(saved.timings.kernels) == {theirs.name, preset("v13").name,
@@ -165,13 +170,9 @@ def test_winners_from_without_family_times_every_family_of_the_file(fake_cli, ca
     """search's --family defaults to simt; timing another GPU's kernels with that default once left
     its 3xTF32 kernels out silently (an H200 file of SIMT kernels only). Without --family every
     family of the file is timed."""
-    h200 = {**H100, "name": "NVIDIA H200"}
-    theirs = preset("tf32x3-wgmma").replace(split_k=4)
-    other = fake_cli / "h200b"
-    store.record(h200, [Entry.new("16x4096x4096", theirs, 60.0, 40.0, 30, arch="sm_90")], other,
-                 timings=Timings.empty().add(preset("v13"), "4096x4096x4096", 9.0))
+    theirs, other = _h200_results(fake_cli / "h200b")
     argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--winners-from",
-            str(other / "nvidia-h200.json"), "--results", str(fake_cli / "r3"), "--json"]
+            str(other), "--results", str(fake_cli / "r3"), "--json"]
     assert main(argv) == 0, capsys.readouterr().err
     saved = store.load_file(fake_cli / "r3" / FILE)
     assert {k.split("_")[1] for k in saved.timings.kernels} == {"simt", "tf32x3"}

@@ -64,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.family is None and getattr(args, "winners_from", None):
+    if args.family is None and args.winners_from:
         args.family = "all"   # another GPU's kernels are timed whatever their family, unless --family says
     families = parse_families(args.family, args.space)   # before anything touches the GPU
     devices = _devices(args.devices)

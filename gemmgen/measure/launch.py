@@ -11,7 +11,6 @@ import ctypes
 import threading
 from dataclasses import dataclass
 
-
 from ..build.nvrtc import Binary
 from ..kernel.config import KernelConfig
 

@@ -149,6 +149,11 @@ class KernelLibrary:
             return resolved, "stored"
         return builtin, "built-in"
 
+    def kernel(self, config: KernelConfig) -> Kernel:
+        """``config`` compiled (NVRTC's disk cache) and loaded for this library's GPU, once per library:
+        a kernel the dispatch did not pick, e.g. gemmgen.torch's deterministic substitute."""
+        return self._load(config, None)
+
     def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
         if config.name not in self._kernels:
             binary = compile_source(render(config, self.spec), self.spec.arch)   # validated here, once

@@ -20,16 +20,12 @@ from typing import Optional
 
 import torch
 
-from ..build.nvrtc import compile_source
-from ..codegen.render import render
 from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
-from ..measure.launch import LoadedKernel
 from ..runtime.dispatch import choose
 from ..runtime.library import Kernel, KernelLibrary, library_for
 
 _KERNELS: dict[tuple, Kernel] = {}   # (device, M, N, K, layout, lda, ldb, class, family, deterministic) -> kernel
-_LOADED: dict[tuple, Kernel] = {}    # (device, config name) -> the kernels loaded here (deterministic substitutes)
 
 deterministic = torch.are_deterministic_algorithms_enabled
 
@@ -50,7 +46,7 @@ def pick(dev: int, M: int, N: int, K: int, layout: str, lda: int, ldb: int, prec
         lib = library_for(dev, False)
         kernel = lib.kernel_for(M, N, K, layout, lda, ldb, N, precision, family)
         if fixed_order and kernel.config.split_atomic:
-            kernel = _load(lib, dev, fixed_order_config(lib, kernel.config, M, N, K, lda, ldb, precision, family))
+            kernel = lib.kernel(fixed_order_config(lib, kernel.config, M, N, K, lda, ldb, precision, family))
         _KERNELS[key] = kernel
     return kernel
 
@@ -73,11 +69,3 @@ def fixed_order_config(lib: KernelLibrary, atomic: KernelConfig, M: int, N: int,
                            "call torch.use_deterministic_algorithms(False) or tune this shape")
     return single
 
-
-def _load(lib: KernelLibrary, dev: int, config: KernelConfig) -> Kernel:
-    """A config compiled (NVRTC's disk cache) and loaded for the library's GPU, once per process."""
-    kernel = _LOADED.get((dev, config.name))
-    if kernel is None:
-        binary = compile_source(render(config, lib.spec), lib.spec.arch)   # validated for this GPU here
-        kernel = _LOADED[(dev, config.name)] = Kernel(config, LoadedKernel(config, binary))
-    return kernel
