@@ -17,6 +17,7 @@ import json
 from types import SimpleNamespace
 
 from ..kernel.config import EPILOGUE_LD, HALF, KernelConfig
+from ..kernel.rules.registers import tma_registers
 from . import smem
 from .build_line import build_line
 
@@ -33,7 +34,9 @@ def facts(c: KernelConfig, command: str, arch: str, harness: bool = False) -> Si
         launch_lines=launch_lines(c),
         config_lines=config_lines(c),
     )
-    if c.family == "simt":
+    if c.tma:
+        _tma_facts(c, g)
+    elif c.family == "simt":
         _simt_facts(c, g)
     elif c.tensor_core:
         _tensor_core_facts(c, g)
@@ -94,6 +97,18 @@ def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.mma_types = "f32.f32" if c.dtype == "f16" else f"f32.{c.dtype}.{c.dtype}.f32"
     g.epi_ld = EPILOGUE_LD
     g.c_vec = not c.split_atomic   # float4 stores of C
+
+
+def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
+    """The warp-specialized TMA kernel: element type, wgmma's k and type, warpgroups and how the
+    block's 64K registers are split between the producer and the consumers (setmaxnreg)."""
+    g.elem = "float" if c.dtype == "f32" else f"{c.dtype}_bits"
+    g.dtype_words = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}.get(c.dtype, "fp32")
+    g.kstep = 32 // c.elem_bytes                      # wgmma's k: 32 bytes of a row (k8 tf32, k16 halves)
+    g.wgmma_type = "tf32" if c.dtype == "f32" else c.dtype
+    g.consumers = c.BM // c.WM
+    g.mi = c.WM // 64
+    g.producer_regs, g.consumer_regs = tma_registers(g.consumers)
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:

@@ -27,6 +27,7 @@ from .facts import facts
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
 WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
+TMA_TEMPLATE = "wgmma_tma.cu.j2"   # its warp-specialized TMA pipeline (tma = true), every input type
 TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
              "wmma": "wmma.cu.j2"}
 
@@ -93,7 +94,7 @@ def render_validated(config: KernelConfig, arch: str, command: str | None = None
     """
     g = facts(config, command or f"gemmgen emit --config <json of {config.name}>", config.target_arch(arch), harness)
     env = environment()
-    template = WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
+    template = TMA_TEMPLATE if config.tma else WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
     code = env.get_template(template).render(c=config, g=g)
     if harness:
         code += env.get_template("harness.cu.j2").render(c=config, g=g)

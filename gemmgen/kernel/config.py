@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .accepts import refusal
 from .coerce import ConfigError, coerce
 from .naming import kernel_name
 
@@ -79,6 +80,8 @@ class KernelConfig:
     min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
     dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
     mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
+    tma: bool = False             # wgmma only: TMA loads into mbarrier stages, a producer warpgroup
+                                  # beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2)
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
                                   # cores, as cuBLAS does: faster, and the truncation error grows with K)
@@ -122,6 +125,8 @@ class KernelConfig:
         if self.family == "naive":
             return self.BM * self.BN
         # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
+        if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
+            return (self.BM // self.WM) * 128 + 128
         return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
 
     @property
@@ -211,6 +216,8 @@ class KernelConfig:
         """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
         one 16x16 fp32 tile per warp, so it is at least that."""
         pipeline = self.smem_per_stage * self.stages
+        if self.tma:   # the stages, then a full and an empty mbarrier (8 bytes each) per stage
+            return pipeline + 16 * self.stages
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
             return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed)
         if self.family in HALF:
@@ -265,29 +272,6 @@ class KernelConfig:
 
     def accepts(self, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
                 ldc: int | None = None) -> str | None:
-        """None when this kernel computes the shape correctly, else the reason it does not.
-
-        Checked-bounds kernels take every shape and leading dimension (misaligned operands fall back
-        to scalar loads inside the kernel); the fast path needs whole tiles and aligned rows.
-        """
-        if min(M, N, K) < 1:
-            return f"shape {M}x{N}x{K} has a dimension below 1"
-        rows = {"lda": M if self.a_transposed else K, "ldb": K if self.b_transposed else N, "ldc": N}
-        lds = {name: rows[name] if ld is None else ld for name, ld in (("lda", lda), ("ldb", ldb), ("ldc", ldc))}
-        short = next((f"{name} = {ld} is below its row length {rows[name]}"
-                      for name, ld in lds.items() if ld < rows[name]), None)
-        if short or self.family == "naive" or self.bounds == "checked":
-            return short
-        return self._fast_path_refuses(M, N, K, lds)
-
-    def _fast_path_refuses(self, M: int, N: int, K: int, lds: dict[str, int]) -> str | None:
-        """Why a kernel without bounds checks cannot compute this shape (whole tiles, 16-byte rows), or None."""
-        if M % self.BM or N % self.BN:
-            return f"fast path needs M % {self.BM} == 0 and N % {self.BN} == 0, got M={M}, N={N}"
-        if K % (self.BK * self.split_k):
-            return f"fast path needs K % {self.BK * self.split_k} == 0 (BK*split_k), got K={K}"
-        align = 16 // self.elem_bytes   # elements per 16 bytes: vector loads of A and B
-        for name, per in (("lda", align), ("ldb", align), ("ldc", 4)):
-            if lds[name] % per:  # 16-byte rows: vector loads of A and B, float4 stores of C
-                return f"fast path needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
-        return None
+        """None when this kernel computes the shape correctly, else the reason it does not
+        (see :func:`gemmgen.kernel.accepts.refusal`)."""
+        return refusal(self, M, N, K, lda, ldb, ldc)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..build.nvrtc import Binary
 from ..kernel.config import KernelConfig
+from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
 
@@ -29,6 +30,8 @@ def _struct(name: str, fields: str) -> type:
 _MAIN = _struct("_Main", "M:i N:i K:i alpha:f A:p lda:i B:p ldb:i beta:f C:p ldc:i W:p")
 _SCALE = _struct("_Scale", "M:i N:i beta:f C:p ldc:i")
 _REDUCE = _struct("_Reduce", "M:i N:i alpha:f beta:f C:p ldc:i W:p")
+# The TMA kernels (tma = true) take the tensor maps of A and B after the common parameters.
+_MAIN_TMA = type("_MainTma", (ctypes.Structure,), {"_fields_": _MAIN._fields_ + [("tmA", TmaMap), ("tmB", TmaMap)]})
 
 
 class _ParamBuffer:
@@ -77,6 +80,7 @@ class LoadedKernel:
         self._scale = self.functions[f"{config.name}_scale"].ptr if config.split_atomic else 0
         self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
         self._block, self._smem, self._grids = config.block(), config.smem_bytes, {}
+        self._tma, self._maps = config.tma, {}
         self._local = threading.local()
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
@@ -132,7 +136,9 @@ class LoadedKernel:
             with stream:   # from the pool of the stream that uses it, so it is reused only after this work
                 owned = cupy.empty(self.workspace_floats(ops.M, ops.N), dtype=cupy.float32)
             workspace = owned.data.ptr
-        p = self._params("main", _MAIN)
+        p = self._params("main", _MAIN_TMA if self._tma else _MAIN)
+        if self._tma:
+            p.tmA, p.tmB = self._tensor_maps(ops)
         p.M, p.N, p.K, p.alpha, p.A, p.lda = ops.M, ops.N, ops.K, ops.alpha, ops.A, ops.lda
         p.B, p.ldb, p.beta, p.C, p.ldc = ops.B, ops.ldb, ops.beta, ops.C, ops.ldc
         p.W = workspace if self._workspace else 0
@@ -142,6 +148,19 @@ class LoadedKernel:
             p.M, p.N, p.alpha, p.beta, p.C, p.ldc, p.W = ops.M, ops.N, ops.alpha, ops.beta, ops.C, ops.ldc, workspace
             self._run(self._reduce, self._elementwise_grid(ops.M * ops.N), (256, 1, 1), 0, stream, "reduce")
         del owned   # back to the pool: later work on this stream is queued after these kernels
+
+    def _tensor_maps(self, ops: Operands) -> tuple[TmaMap, TmaMap]:
+        """The TMA descriptors of A and B for these operands (cached: encoding costs a driver call).
+        Each names the operand as stored, rows of k (K-major tiles, boxes of BK x BM or BK x BN)."""
+        c = self.config
+        key = (ops.A, ops.lda, ops.B, ops.ldb, ops.M, ops.N, ops.K)
+        maps = self._maps.get(key)
+        if maps is None:
+            if len(self._maps) > 64:
+                self._maps.clear()
+            maps = self._maps[key] = (encode(ops.A, c.dtype, ops.K, ops.M, ops.lda, c.BK, c.BM),
+                                      encode(ops.B, c.dtype, ops.K, ops.N, ops.ldb, c.BK, c.BN))
+        return maps
 
     def workspace_floats(self, M: int, N: int) -> int:
         """Floats of workspace a launch on an M x N C needs: one partial C per split-K slice, or 0."""

@@ -15,7 +15,7 @@
 //    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "bf16",
 //    "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "min_blocks": 1,
 //    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
-//    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
+//    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 8}
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
 // Produced by: gemmgen emit golden wmma_bf16_harness

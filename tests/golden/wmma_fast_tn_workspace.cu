@@ -16,7 +16,8 @@
 //    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "f16",
 //    "family": "wmma", "frag": "lds", "label": "", "layout": "TN", "min_blocks": 1, "mma": "sync",
 //    "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
-//    "reduce": "workspace", "split_k": 2, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
+//    "reduce": "workspace", "split_k": 2, "stages": 3, "swz_a": 1, "swz_b": 1, "tma": false,
+//    "vec": 8}
 //
 // Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
 // Produced by: gemmgen emit golden wmma_fast_tn_workspace

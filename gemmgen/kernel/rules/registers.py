@@ -59,6 +59,17 @@ MODELS: dict[str, Callable[[KernelConfig], int]] = {"simt": _simt, "tensor_core"
                                                     "wmma": _wmma, "wgmma": _wgmma}
 
 
+def tma_registers(consumers: int) -> tuple[int, int]:
+    """Registers per thread of the producer and of each consumer warpgroup after setmaxnreg: all of
+    the SM's 64K for one block, in multiples of 8, a consumer at most 240.
+
+    >>> tma_registers(1), tma_registers(2), tma_registers(3)
+    ((40, 240), (40, 232), (24, 160))
+    """
+    producer = 40 if consumers <= 2 else 24
+    return producer, min(240, (512 - producer) // consumers // 8 * 8)
+
+
 def model_of(c: KernelConfig) -> str | None:
     """The name of the model that estimates a config's registers (None for the naive family)."""
     if c.mma == "wgmma":

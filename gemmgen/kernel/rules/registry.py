@@ -15,12 +15,15 @@ from typing import Union
 
 from ...base.devices import DeviceSpec, for_arch
 from ..config import KernelConfig
-from . import common, tensor_core, tiled, wgmma, wmma
+from . import common, tensor_core, tiled, tma, wgmma, wmma
 from .rule import Rule, Violation
 
 DeviceLike = Union[DeviceSpec, str]
 # Checked in this order: every family's basics, the tiled families' shared rules, then each family's own.
 RULES: tuple[Rule, ...] = (*common.RULES, *tiled.RULES, *tensor_core.RULES, *wmma.RULES, *wgmma.RULES)
+# A TMA kernel (tma = true) is checked by the rules every family obeys and its own: the cp.async
+# kernels' tile, copy and register rules describe kernels it is not.
+TMA_RULES: tuple[Rule, ...] = (*common.RULES, *tma.RULES)
 
 
 class InvalidConfig(ValueError):
@@ -48,7 +51,7 @@ def explain(config: KernelConfig, target: DeviceLike) -> list[Violation]:
     """Every rule the config breaks on ``target`` (a DeviceSpec, GPU name or sm_XX); [] if valid."""
     dev = as_device(target)
     out: list[Violation] = []
-    for rule in RULES:
+    for rule in TMA_RULES if config.tma else RULES:
         reason = rule.check(config, dev) if rule.applies(config) else None
         if reason:
             out.append(Violation(rule.name, reason))
@@ -67,4 +70,4 @@ def validate(config: KernelConfig, target: DeviceLike) -> KernelConfig:
 
 def rule_names() -> list[str]:
     """Names of all rules, in the order they are checked."""
-    return [rule.name for rule in RULES]
+    return [rule.name for rule in RULES] + [rule.name for rule in tma.RULES]

@@ -1,0 +1,47 @@
+"""Which shapes a kernel config computes correctly: :meth:`KernelConfig.accepts` asks :func:`refusal`.
+
+Checked-bounds kernels take every shape and leading dimension (misaligned operands fall back to
+scalar loads inside the kernel); TMA kernels need 16-byte rows of A and B; the fast path needs
+whole tiles and aligned rows. This module reads only the config's attributes (it imports nothing).
+
+>>> from gemmgen.kernel.config import KernelConfig
+>>> KernelConfig().accepts(100, 100, 100) is None, KernelConfig(bounds="none").accepts(100, 128, 8)
+(True, 'fast path needs M % 128 == 0 and N % 128 == 0, got M=100, N=128')
+"""
+from __future__ import annotations
+
+
+def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
+            ldc: int | None = None) -> str | None:
+    """None when this kernel computes the shape correctly, else the reason it does not.
+
+    ``c`` is a KernelConfig; ``lda``/``ldb``/``ldc`` default to the operands' row lengths.
+    """
+    if min(M, N, K) < 1:
+        return f"shape {M}x{N}x{K} has a dimension below 1"
+    rows = {"lda": M if c.a_transposed else K, "ldb": K if c.b_transposed else N, "ldc": N}
+    lds = {name: rows[name] if ld is None else ld for name, ld in (("lda", lda), ("ldb", ldb), ("ldc", ldc))}
+    short = next((f"{name} = {ld} is below its row length {rows[name]}"
+                  for name, ld in lds.items() if ld < rows[name]), None)
+    if short:
+        return short
+    if c.tma:   # the copy engine reads rows that start 16 bytes apart (edges read as zeros)
+        per = 16 // c.elem_bytes
+        return next((f"TMA needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
+                     for name in ("lda", "ldb") if lds[name] % per), None)
+    if c.family == "naive" or c.bounds == "checked":
+        return None
+    return _fast_path_refuses(c, M, N, K, lds)
+
+
+def _fast_path_refuses(c, M: int, N: int, K: int, lds: dict[str, int]) -> str | None:
+    """Why a kernel without bounds checks cannot compute this shape (whole tiles, 16-byte rows), or None."""
+    if M % c.BM or N % c.BN:
+        return f"fast path needs M % {c.BM} == 0 and N % {c.BN} == 0, got M={M}, N={N}"
+    if K % (c.BK * c.split_k):
+        return f"fast path needs K % {c.BK * c.split_k} == 0 (BK*split_k), got K={K}"
+    align = 16 // c.elem_bytes   # elements per 16 bytes: vector loads of A and B
+    for name, per in (("lda", align), ("ldb", align), ("ldc", 4)):
+        if lds[name] % per:  # 16-byte rows: vector loads of A and B, float4 stores of C
+            return f"fast path needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
+    return None

@@ -1,0 +1,107 @@
+"""Rules of the warp-specialized TMA variant of the wgmma kernels (``mma="wgmma"``, ``tma=True``).
+
+A producer warpgroup copies tiles of A and B with TMA into mbarrier stages; BM/WM consumer
+warpgroups multiply them with wgmma reading both operands from shared memory, each WM rows by all
+BN columns. These configs answer only to the rules every family obeys (:mod:`.common`) and to these:
+the other families' tile, copy and register rules describe kernels this one is not.
+
+>>> from gemmgen.kernel.config import KernelConfig
+>>> from gemmgen.kernel.rules import explain
+>>> cfg = KernelConfig(family="wmma", dtype="f16", layout="NT", mma="wgmma", tma=True, BM=128, BN=256, BK=64,
+...                    WM=64, WN=256, vec=8, swz_a=8, swz_b=8, stages=4, partials=False)
+>>> explain(cfg, "sm_90")
+[]
+>>> [v.rule for v in explain(cfg.replace(BN=192, stages=3, layout="NN"), "sm_90")]
+['TMA_LAYOUT', 'TMA_TILE']
+"""
+from __future__ import annotations
+
+from ..config import KernelConfig
+from .registers import tma_registers
+from .rule import RuleSet
+
+RULES = RuleSet()
+FAMILIES = ("wmma",)   # fp16/bf16 inputs (the half family); the TF32 families need a transform stage
+# Parameters of the cp.async kernels that a TMA kernel has not: the copy engine moves whole boxes.
+UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "async_copy",
+          "pad_a", "pad_b", "min_blocks", "split_k")
+MAX_CONSUMERS = 3
+MAX_CONSUMER_REGS = 240
+
+
+def _tma(name):
+    return RULES.add(name, "*")
+
+
+@_tma("TMA_KIND")
+def _kind(c, d):
+    out = []
+    if c.mma != "wgmma":
+        out.append(f"tma = true is a variant of mma = 'wgmma' (got {c.mma!r})")
+    if c.family not in FAMILIES:
+        out.append(f"the {c.family} family has no TMA kernel yet; tma = true takes {', '.join(FAMILIES)} "
+                   "(f16/bf16 inputs)")
+    if d.cc != (9, 0):
+        out.append(f"TMA and wgmma exist only on sm_90a (Hopper); the {d.key} is {d.arch}")
+    return "; ".join(out) or None
+
+
+@_tma("TMA_DEFAULTS")
+def _defaults(c, d):
+    ref = KernelConfig()
+    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k)]
+    want = {"vec": 16 // c.elem_bytes, "swz_a": 8, "swz_b": 8, "bounds": "checked"}
+    wrong = [f"{k} = {getattr(c, k)!r} (must be {v!r})" for k, v in want.items() if getattr(c, k) != v]
+    out = []
+    if diff:
+        out.append(f"a TMA kernel has no parameter {', '.join(diff)}; leave it at its default")
+    if wrong:
+        out.append(f"{', '.join(wrong)}: TMA moves 16-byte granules into 128-byte swizzled rows and "
+                   "zero-fills the edges, the epilogue checks them")
+    return "; ".join(out) or None
+
+
+@_tma("TMA_LAYOUT")
+def _layout(c, d):
+    if c.layout != "NT":
+        return (f"layout {c.layout}: the TMA kernels read K-major tiles of both operands (A row-major, "
+                "B stored N x K), layout NT")
+    return None
+
+
+@_tma("TMA_TILE")
+def _tile(c, d):
+    out = []
+    if c.BK * c.elem_bytes != 128:
+        out.append(f"BK = {c.BK}: a stage's rows are one 128-byte swizzle row, BK = {128 // c.elem_bytes}")
+    if c.WN != c.BN:
+        out.append(f"WN = {c.WN}: a consumer warpgroup owns all BN = {c.BN} columns, so WN = BN")
+    if c.BN % 8 or not 8 <= c.BN <= 256:
+        out.append(f"BN = {c.BN} is wgmma's N: a multiple of 8 from 8 to 256")
+    if c.WM not in (64, 128) or c.BM % c.WM or not 1 <= c.BM // c.WM <= MAX_CONSUMERS:
+        out.append(f"BM = {c.BM}, WM = {c.WM}: a consumer owns WM = 64 or 128 rows (wgmma's m64 blocks) and "
+                   f"BM is 1 to {MAX_CONSUMERS} of them")
+    if c.stages < 2:
+        out.append(f"stages = {c.stages}: the copy engine needs a stage to fill while another is read (2 or more)")
+    return "; ".join(out) or None
+
+
+@_tma("TMA_SHARED_MEMORY")
+def _smem(c, d):
+    if c.smem_bytes > d.smem_per_block_optin:
+        return (f"{c.smem_bytes} bytes of shared memory ({c.stages} stages x {c.smem_per_stage}); the {d.key} "
+                f"allows {d.smem_per_block_optin} per block. Fewer stages or a smaller tile fit")
+    return None
+
+
+@_tma("TMA_REGISTERS")
+def _registers(c, d):
+    if c.WM not in (64, 128) or not c.BM // c.WM:
+        return None
+    need = c.accumulators * (2 if c.partials else 1) + 24
+    have = tma_registers(c.BM // c.WM)[1]
+    if need > have:
+        return (f"about {need} registers per consumer thread ({c.accumulators} accumulators"
+                f"{' twice (sum and stage partial)' if c.partials else ''}); {c.BM // c.WM} consumer warpgroups "
+                f"get {have} each. Use a smaller BN or WM{', or partials = false' if c.partials else ''}")
+    return None
