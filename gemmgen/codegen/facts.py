@@ -17,7 +17,7 @@ import json
 from types import SimpleNamespace
 
 from ..kernel.config import EPILOGUE_LD, HALF, KernelConfig
-from ..kernel.rules.registers import tma_registers
+from ..kernel.rules.registers import tma_partials, tma_registers
 from . import smem
 from .build_line import build_line
 
@@ -108,6 +108,8 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.wgmma_type = "tf32" if c.dtype == "f32" else c.dtype
     g.consumers = c.BM // c.WM
     g.mi = c.WM // 64
+    g.transform = {"tf32x3": "split", "tf32": "round"}.get(c.family)   # what producer warps 1..3 do to a stage
+    g.partials = tma_partials(c)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers)
 
 

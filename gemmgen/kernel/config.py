@@ -216,8 +216,9 @@ class KernelConfig:
         """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
         one 16x16 fp32 tile per warp, so it is at least that."""
         pipeline = self.smem_per_stage * self.stages
-        if self.tma:   # the stages, then a full and an empty mbarrier (8 bytes each) per stage
-            return pipeline + 16 * self.stages
+        if self.tma:   # the stages (3xTF32: and their small parts), then 2 or 3 mbarriers per stage
+            barriers = 16 if self.family == "wmma" else 24
+            return pipeline * (2 if self.family == "tf32x3" else 1) + barriers * self.stages
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
             return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed)
         if self.family in HALF:

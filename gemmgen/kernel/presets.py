@@ -72,6 +72,21 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
 # `wmma-db` adds a cp.async double buffer. `wmma-fast` is the classic Ampere tensor-core design:
 # 128x256 tiles of 8 warps of 64x64 (4 loads of A and 4 of B feed 16 mma tiles per k16 step), 3
 # cp.async stages (81 KB, so it fits 99 KB GPUs too; try stages=4 on an H100), thread-block raster 8.
+# Warp-specialized TMA kernels (issue 12): a producer warpgroup (TMA into mbarrier stages, and for the
+# TF32 families 3 warps that split or round each stage), consumer warpgroups of 64 rows x BN on wgmma.
+# Layout NT (both operands K-major); sm_90a only.
+_TMA = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=176, BK=32, WM=64, WN=176,
+                    swz_a=8, swz_b=8, stages=2, raster=8)
+_TMA_HALF = _TMA.replace(family="wmma", dtype="f16", BN=256, BK=64, WN=256, vec=8, stages=4, partials=False)
+_TMA_PRESETS: dict[str, tuple[KernelConfig, str]] = {
+    "tf32x3-tma": (_TMA, "3xTF32 on a warp-specialized TMA pipeline: small parts split by producer warps, "
+                         "fp32 accuracy (NT, sm_90a only)"),
+    "tf32-tma": (_TMA.replace(family="tf32", BN=256, WN=256, stages=4),
+                 "TF32 on the TMA pipeline: producer warps round each stage to TF32 (NT, sm_90a only)"),
+    "f16-tma": (_TMA_HALF, "fp16 on the TMA pipeline, accumulating on the tensor cores like cuBLAS (NT, sm_90a only)"),
+    "bf16-tma": (_TMA_HALF.replace(dtype="bf16"), "bf16 on the TMA pipeline (NT, sm_90a only)"),
+}
+
 _WMMA = KernelConfig(family="wmma", dtype="f16", BM=128, BN=128, BK=32, WM=32, WN=32, vec=8, pad_a=8, pad_b=8)
 _WMMA_FAST = _WMMA.replace(BN=256, WM=64, WN=64, stages=3, async_copy=True, raster=8)
 _HALF_PRESETS: dict[str, tuple[KernelConfig, str]] = {
@@ -96,8 +111,8 @@ class UnknownPreset(KeyError):
 
 
 def names() -> list[str]:
-    """Preset names in progression order, then the tensor-core presets, then the half family's."""
-    return [*_PRESETS, "v13", *_TENSOR_CORE_PRESETS, *_HALF_PRESETS]
+    """Preset names in progression order, then the tensor-core presets, the half family's, the TMA ones."""
+    return [*_PRESETS, "v13", *_TENSOR_CORE_PRESETS, *_HALF_PRESETS, *_TMA_PRESETS]
 
 
 def describe(name: str) -> str:
@@ -121,7 +136,7 @@ def preset(name: str, arch: str = "sm_90", tuned: KernelConfig | None = None) ->
 
 def _lookup(name: str) -> tuple[KernelConfig, str]:
     try:
-        return {**_PRESETS, **_TENSOR_CORE_PRESETS, **_HALF_PRESETS}[name]
+        return {**_PRESETS, **_TENSOR_CORE_PRESETS, **_HALF_PRESETS, **_TMA_PRESETS}[name]
     except KeyError:
         raise UnknownPreset(f"unknown preset {name!r}; valid: {', '.join(names())}") from None
 

@@ -17,9 +17,11 @@ PLANTS = {"inf": [float("inf")], "-inf": [float("-inf")], "nan": [float("nan")],
           "all": [float("inf"), float("-inf"), float("nan")]}
 
 
-def _fp32_kernels(session):
-    names = ["v13", "tf32x3"] + (["tf32x3-wgmma"] if session.spec.cc == (9, 0) else [])
-    return [preset(n, session.spec.arch) for n in names]
+def _fp32_kernels(session, layout):
+    """The fp32-accurate kernels that run ``layout`` here (the TMA kernel reads layout NT only)."""
+    names = ["v13", "tf32x3"] + (["tf32x3-wgmma", "tf32x3-tma"] if session.spec.cc == (9, 0) else [])
+    kernels = [preset(n, session.spec.arch) for n in names]
+    return [c for c in kernels if not c.tma or layout == c.layout]
 
 
 def _classes(c):
@@ -66,7 +68,7 @@ def _stores(shape, seed, scale=1.0):
 @pytest.mark.parametrize("plant", PLANTS)
 def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
     shape = Shape(200, 136, 300, layout)
-    for cfg in _fp32_kernels(session):
+    for cfg in _fp32_kernels(session, layout):
         a, b = _stores(shape, seed=len(plant))
         for i, v in enumerate(PLANTS[plant]):
             a[(5 + 17 * i) % a.shape[0], (3 + 31 * i) % a.shape[1]] = v
@@ -81,12 +83,17 @@ def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
 def test_extreme_magnitudes_are_as_accurate_as_sgemm(session, exponent):
     """A and B scaled by 2^e: products span 2^(2e-20)..2^(2e) (normal floats), so SGEMM keeps its
     accuracy, and so must the split of 3xTF32 (its small parts are 2^-11 of the inputs)."""
+    for layout in ("NN", "NT"):
+        _check_magnitudes(session, exponent, Shape(256, 192, 512, layout))
+
+
+def _check_magnitudes(session, exponent, shape):
     import cupy
 
-    shape = Shape(256, 192, 512)
-    for cfg in _fp32_kernels(session):
+    for cfg in _fp32_kernels(session, shape.layout):
         a, b = _stores(shape, seed=exponent & 0xff, scale=2.0 ** exponent)
         ours, ref = _run_both(session, cfg, shape, a, b)
-        exact = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        a64, b64 = a.astype(cupy.float64), b.astype(cupy.float64)
+        exact = (a64 if shape.layout[0] == "N" else a64.T) @ (b64 if shape.layout[1] == "N" else b64.T)
         err, sgemm = rel_error(ours, exact), rel_error(ref, exact)
         assert err <= allowed("fp32", sgemm), (cfg.label, exponent, err, sgemm)

@@ -59,6 +59,12 @@ MODELS: dict[str, Callable[[KernelConfig], int]] = {"simt": _simt, "tensor_core"
                                                     "wmma": _wmma, "wgmma": _wgmma}
 
 
+def tma_partials(c: KernelConfig) -> bool:
+    """Whether a TMA kernel sums each stage into a fresh partial (3xTF32 always, f16/bf16 with
+    partials = true); TF32 accumulates straight on the tensor cores, as cuBLAS's TF32 mode does."""
+    return c.family == "tf32x3" or (c.family in HALF and c.partials)
+
+
 def tma_registers(consumers: int) -> tuple[int, int]:
     """Registers per thread of the producer and of each consumer warpgroup after setmaxnreg: all of
     the SM's 64K for one block, in multiples of 8, a consumer at most 240.

@@ -17,11 +17,11 @@ the other families' tile, copy and register rules describe kernels this one is n
 from __future__ import annotations
 
 from ..config import KernelConfig
-from .registers import tma_registers
+from .registers import tma_partials, tma_registers
 from .rule import RuleSet
 
 RULES = RuleSet()
-FAMILIES = ("wmma",)   # fp16/bf16 inputs (the half family); the TF32 families need a transform stage
+FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
 # Parameters of the cp.async kernels that a TMA kernel has not: the copy engine moves whole boxes.
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "async_copy",
           "pad_a", "pad_b", "min_blocks", "split_k")
@@ -39,8 +39,7 @@ def _kind(c, d):
     if c.mma != "wgmma":
         out.append(f"tma = true is a variant of mma = 'wgmma' (got {c.mma!r})")
     if c.family not in FAMILIES:
-        out.append(f"the {c.family} family has no TMA kernel yet; tma = true takes {', '.join(FAMILIES)} "
-                   "(f16/bf16 inputs)")
+        out.append(f"the {c.family} family has no TMA kernel; tma = true takes {', '.join(FAMILIES)}")
     if d.cc != (9, 0):
         out.append(f"TMA and wgmma exist only on sm_90a (Hopper); the {d.key} is {d.arch}")
     return "; ".join(out) or None
@@ -96,12 +95,23 @@ def _smem(c, d):
 
 @_tma("TMA_REGISTERS")
 def _registers(c, d):
-    if c.WM not in (64, 128) or not c.BM // c.WM:
+    if c.mma != "wgmma" or c.WM not in (64, 128) or not c.BM // c.WM:
         return None
-    need = c.accumulators * (2 if c.partials else 1) + 24
-    have = tma_registers(c.BM // c.WM)[1]
+    consumers = c.BM // c.WM
+    need = c.accumulators * (2 if tma_partials(c) else 1) + 24
+    have = tma_registers(consumers)[1]
+    # ptxas compiles under __launch_bounds__'s cap (64K registers over the block's threads), not the
+    # consumers' setmaxnreg share: one wgmma's BN/2 accumulators and its operands must fit under it.
+    cap = 65536 // c.threads // 8 * 8
+    out = []
     if need > have:
-        return (f"about {need} registers per consumer thread ({c.accumulators} accumulators"
-                f"{' twice (sum and stage partial)' if c.partials else ''}); {c.BM // c.WM} consumer warpgroups "
-                f"get {have} each. Use a smaller BN or WM{', or partials = false' if c.partials else ''}")
+        out.append(f"about {need} registers per consumer thread ({c.accumulators} accumulators"
+                   f"{' twice (sum and stage partial)' if tma_partials(c) else ''}); {consumers} consumer warpgroups "
+                   f"get {have} each")
+    if c.BN // 2 + 26 > cap:
+        out.append(f"one wgmma of N = {c.BN} needs about {c.BN // 2 + 26} registers; ptxas compiles "
+                   f"{c.threads} threads under a cap of {cap}")
+    if out:
+        fix = ", or partials = false" if c.partials and c.family == "wmma" else ""
+        return "; ".join(out) + f". Use a smaller BN or fewer consumers{fix}"
     return None

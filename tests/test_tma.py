@@ -1,0 +1,236 @@
+"""The warp-specialized TMA variant of the Hopper wgmma kernels (mma="wgmma", tma=True), f16/bf16 NT:
+its rules (common + TMA_*), geometry and name, which shapes and leading dimensions it accepts, the
+arguments of its tensor maps, what it renders to, and nvcc compiles for sm_90a (marked slow)."""
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from gemmgen import build
+from gemmgen.base.devices import for_arch
+from gemmgen.codegen.render import emit, render
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.rules import InvalidConfig, explain
+from gemmgen.kernel.rules import common as common_rules
+from gemmgen.measure import tensormap
+from gemmgen.measure.launch import LoadedKernel, Operands
+
+F16 = KernelConfig(family="wmma", dtype="f16", layout="NT", mma="wgmma", tma=True, BM=128, BN=256, BK=64,
+                   WM=64, WN=256, vec=8, swz_a=8, swz_b=8, stages=4, partials=False, raster=8)
+CONFIGS = {
+    "f16-128x256-direct": F16,
+    "bf16-128x256-direct": F16.replace(dtype="bf16"),
+    "f16-128x128-partials": F16.replace(BN=128, WN=128, stages=5, partials=True),
+}
+COMMON = {r.name for r in common_rules.RULES}
+
+
+def _explain(cfg, arch="sm_90"):
+    return [(v.rule, v.reason) for v in explain(cfg, for_arch(arch))]
+
+
+def _rules(cfg, arch="sm_90"):
+    return [rule for rule, _ in _explain(cfg, arch)]
+
+
+# ---- rules ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CONFIGS)
+def test_valid_on_sm_90_and_rejected_before(name):
+    cfg = CONFIGS[name]
+    assert _explain(cfg) == []
+    for arch in ("sm_80", "sm_86", "sm_89"):
+        found = dict(_explain(cfg, arch))
+        assert "TMA_KIND" in found, (arch, found)
+        assert "sm_90a" in found["TMA_KIND"] and arch in found["TMA_KIND"]
+    with pytest.raises(InvalidConfig, match="TMA_KIND"):
+        render(cfg, for_arch("sm_80"))
+
+
+# (the change to the 128x256 f16 config, the rule that names it, text the reason must contain)
+BROKEN = {
+    "bk32": (dict(BK=32), "TMA_TILE", "BK = 32"),
+    "bf16-bk32": (dict(dtype="bf16", BK=32), "TMA_TILE", "BK = 32"),
+    "wn-not-bn": (dict(WN=128), "TMA_TILE", "WN = 128"),
+    "bn-past-256": (dict(BN=264, WN=264), "TMA_TILE", "BN = 264"),
+    "wm32": (dict(WM=32), "TMA_TILE", "WM = 32"),
+    "four-consumers": (dict(BM=256, stages=3), "TMA_TILE", "BM = 256"),
+    "one-stage": (dict(stages=1), "TMA_TILE", "stages = 1"),
+    "layout-nn": (dict(layout="NN"), "TMA_LAYOUT", "layout NN"),
+    "layout-tn": (dict(layout="TN"), "TMA_LAYOUT", "layout TN"),
+    "pad-a": (dict(pad_a=8), "TMA_DEFAULTS", "pad_a"),
+    "pad-b": (dict(pad_b=8), "TMA_DEFAULTS", "pad_b"),
+    "split-k": (dict(split_k=2), "TMA_DEFAULTS", "split_k"),
+    "async-copy": (dict(async_copy=True), "TMA_DEFAULTS", "async_copy"),
+    "min-blocks": (dict(min_blocks=2), "TMA_DEFAULTS", "min_blocks"),
+    "vec4": (dict(vec=4), "TMA_DEFAULTS", "vec = 4"),
+    "no-swizzle": (dict(swz_a=1), "TMA_DEFAULTS", "swz_a = 1"),
+    "fast-path": (dict(bounds="none"), "TMA_DEFAULTS", "bounds = 'none'"),
+    "mma-sync": (dict(mma="sync"), "TMA_KIND", "'sync'"),
+    "partials-at-n256": (dict(partials=True), "TMA_REGISTERS", "about 280 registers"),
+    "8-stages": (dict(stages=8), "TMA_SHARED_MEMORY", f"{8 * (128 + 256) * 64 * 2 + 16 * 8} bytes"),
+    "simt": (dict(family="simt", dtype="f32"), "TMA_KIND", "simt"),
+}
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_each_rule_names_what_is_wrong(case):
+    change, rule, text = BROKEN[case]
+    found = _explain(F16.replace(**change))
+    reasons = [reason for name, reason in found if name == rule]
+    assert reasons, (rule, found)
+    assert text in reasons[0], reasons[0]
+    # a TMA config answers to the common rules and its own, never to the cp.async kernels' rules
+    assert all(name in COMMON or name.startswith("TMA_") for name, _ in found), found
+
+
+def test_single_breaks_give_single_violations():
+    """One wrong parameter of the valid config is one violation, not a cascade."""
+    for change, rule in ((dict(BK=32), "TMA_TILE"), (dict(layout="NN"), "TMA_LAYOUT"),
+                         (dict(pad_a=8), "TMA_DEFAULTS"), (dict(split_k=2), "TMA_DEFAULTS"),
+                         (dict(partials=True), "TMA_REGISTERS"), (dict(stages=8), "TMA_SHARED_MEMORY")):
+        assert _rules(F16.replace(**change)) == [rule], change
+
+
+def test_shared_memory_limit_is_the_devices():
+    """Stages fit the H100's 227 KB opt-in (232448 bytes): 4 at 128x256 (196672), not 5; 7 at 128x128
+    (229488), not 8."""
+    assert _rules(F16.replace(stages=5)) == ["TMA_SHARED_MEMORY"]
+    assert _rules(CONFIGS["f16-128x128-partials"].replace(stages=7)) == []
+    assert _rules(CONFIGS["f16-128x128-partials"].replace(stages=8)) == ["TMA_SHARED_MEMORY"]
+    assert "TMA_SHARED_MEMORY" in _rules(F16, "sm_80")        # the A100 has 163 KB
+
+
+def test_partials_need_half_the_columns():
+    """partials = true keeps two sets of accumulators: 128 columns fit a consumer's registers, 256 not."""
+    assert _rules(CONFIGS["f16-128x128-partials"]) == []
+    reason = dict(_explain(F16.replace(partials=True)))["TMA_REGISTERS"]
+    assert "partials = false" in reason and "232" in reason
+
+
+# ---- geometry and name ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CONFIGS)
+def test_geometry(name):
+    cfg = CONFIGS[name]
+    consumers = cfg.BM // cfg.WM
+    assert cfg.threads == 128 * consumers + 128 == 384
+    assert cfg.block() == (cfg.threads, 1, 1)
+    assert cfg.smem_bytes == cfg.stages * (cfg.BM + cfg.BN) * cfg.BK * 2 + 16 * cfg.stages
+    assert cfg.accumulators == cfg.WM * cfg.BN // 128
+    assert cfg.grid(1000, 1000, 1000) == (-(-1000 // cfg.BM) * -(-1000 // cfg.BN), 1, 1)
+    assert cfg.target_arch("sm_90") == "sm_90a"
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_name_says_tma(name):
+    cfg = CONFIGS[name]
+    plain = cfg.replace(tma=False)
+    assert cfg.name != plain.name
+    assert cfg.name == plain.name.replace("_wg", "_wg_tma")
+    # the accumulation comes last: "..._wg_tma" with partials, "..._wg_tma_direct" without
+    assert cfg.name.endswith("_wg_tma" if cfg.partials else "_wg_tma_direct")
+    assert f"_{cfg.dtype}_wg_tma" in cfg.name
+    assert KernelConfig.from_dict(cfg.to_dict()) == cfg
+
+
+# ---- accepts --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CONFIGS)
+def test_accepts_ragged_shapes(name):
+    cfg = CONFIGS[name]
+    for M, N, K in ((777, 1234, 520), (1, 1, 8), (129, 257, 64), (333, 4100, 88), (4100, 64, 4096)):
+        assert cfg.accepts(M, N, K) is None, (M, N, K)
+        assert cfg.accepts(M, N, K, lda=K + 8, ldb=K + 8, ldc=N + 1) is None   # any ldc: C is checked
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_refuses_rows_that_are_not_16_bytes_apart(name):
+    cfg = CONFIGS[name]
+    assert cfg.accepts(777, 1234, 520, lda=521) == "TMA needs lda % 8 == 0 (16-byte rows), got lda=521"
+    assert cfg.accepts(777, 1234, 520, ldb=524) == "TMA needs ldb % 8 == 0 (16-byte rows), got ldb=524"
+    assert "lda=100" in cfg.accepts(100, 100, 100)           # K not a multiple of 8, rows of K
+    assert "ldb=100" in cfg.accepts(100, 100, 100, lda=104)
+    assert "below its row length" in cfg.accepts(64, 64, 64, lda=56)
+
+
+# ---- tensor maps ----------------------------------------------------------------------------------------
+def test_encode_args():
+    kind, rank, ptr, dims, strides, box = tensormap.encode_args(0x7F0000001000, "f16", inner=520, outer=777,
+                                                                ld=528, box_inner=64, box_outer=128)
+    assert (kind, rank, ptr) == (6, 2, 0x7F0000001000)          # CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+    assert dims == [520, 777] and strides == [528 * 2] and box == [64, 128]
+    assert tensormap.encode_args(0x1000, "bf16", 8, 1, 8, 64, 256) == (9, 2, 0x1000, [8, 1], [16], [64, 256])
+    assert tensormap.encode_args(0x1000, "f32", 4, 3, 4, 32, 128)[4] == [16]
+    assert tensormap.ctypes.sizeof(tensormap.TmaMap) == tensormap.TMA_MAP_BYTES == 128
+
+
+@pytest.mark.parametrize("ptr", [0x1008, 0x1002, 0x1001])
+def test_encode_args_refuses_a_misaligned_matrix(ptr):
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        tensormap.encode_args(ptr, "f16", 64, 64, 64, 64, 128)
+
+
+@pytest.mark.parametrize("dtype, ld", [("f16", 100), ("bf16", 521), ("f16", 4), ("f32", 6)])
+def test_encode_args_refuses_rows_not_16_bytes_apart(dtype, ld):
+    with pytest.raises(ValueError, match=f"leading dimension {ld} "):
+        tensormap.encode_args(0x1000, dtype, 2, 64, ld, 64, 128)
+
+
+def test_launch_describes_both_operands_k_major(monkeypatch):
+    """LoadedKernel's tensor maps: A as M rows of K (lda apart), B as N rows of K (ldb apart), boxes of
+    BK x BM and BK x BN; cached per operands. (No GPU: encode is replaced by encode_args.)"""
+    calls = []
+    monkeypatch.setattr("gemmgen.measure.launch.encode", lambda *a: calls.append(a) or tensormap.encode_args(*a))
+    cfg = CONFIGS["bf16-128x256-direct"]
+    fake = SimpleNamespace(config=cfg, _maps={})
+    ops = Operands(M=777, N=1234, K=520, A=0x10000, lda=528, B=0x90000, ldb=536, C=0x100000, ldc=1235)
+    maps = LoadedKernel._tensor_maps(fake, ops)
+    assert calls == [(0x10000, "bf16", 520, 777, 528, 64, 128), (0x90000, "bf16", 520, 1234, 536, 64, 256)]
+    assert maps[0][3:5] == ([520, 777], [1056]) and maps[1][3:5] == ([520, 1234], [1072])
+    assert LoadedKernel._tensor_maps(fake, ops) is maps and len(calls) == 2
+
+
+# ---- rendering ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", CONFIGS)
+def test_renders_the_tma_pipeline(name):
+    cfg = CONFIGS[name]
+    src = emit(cfg, "sm_90")
+    t = cfg.dtype
+    for needle in ("setmaxnreg.dec.sync.aligned.u32", "setmaxnreg.inc.sync.aligned.u32",
+                   "cp.async.bulk.tensor.2d", "mbarrier.try_wait.parity", "mbarrier.arrive.expect_tx",
+                   f"wgmma.mma_async.sync.aligned.m64n{cfg.BN}k16.f32.{t}.{t}",
+                   "const __grid_constant__ TmaMap tmA, const __grid_constant__ TmaMap tmB",
+                   f"__launch_bounds__(THREADS, 1) {cfg.name}(", "constexpr int THREADS = 384;",
+                   f"constexpr int STAGES = {cfg.stages};", "setmaxnreg_dec<40>", "setmaxnreg_inc<232>"):
+        assert needle in src, needle
+    other = "bf16" if t == "f16" else "f16"
+    assert f".f32.{other}.{other}" not in src
+    assert "cp.async.cg" not in src and "cp.async.ca" not in src        # no cp.async ring
+    assert src.count("__syncthreads()") == 1                             # after the mbarrier inits only
+    assert ("float part[MI][NACC];" in src) == cfg.partials
+    assert ("wgmma_wait<1>();" in src) == (not cfg.partials)
+
+
+def test_rendering_validates_first():
+    with pytest.raises(InvalidConfig, match="TMA_LAYOUT"):
+        emit(F16.replace(layout="NN"), "sm_90")
+    with pytest.raises(InvalidConfig, match="TMA_KIND"):
+        emit(F16, "sm_86")
+
+
+# ---- nvcc -----------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+@pytest.mark.parametrize("name", CONFIGS)
+def test_compiles_for_sm_90a_without_spills(name):
+    cfg = CONFIGS[name]
+    report = build.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
+    assert report.arch == "sm_90a"
+    res = report[cfg.name]
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0, res
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", report.log), report.log
+    # __launch_bounds__(384, 1): the launch allocation setmaxnreg redistributes (40 + 2 x 232 = 3 x 168)
+    assert res.registers <= 65536 // cfg.threads, res
+    # setmaxnreg ignored (C7508) or wgmma serialized would each cost the design its point
+    bad = [line for line in report.log.splitlines() if re.search(r"serializ|C7508|setmaxnreg", line, re.I)]
+    assert not bad, bad
