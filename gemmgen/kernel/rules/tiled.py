@@ -123,7 +123,7 @@ def _async_arch(c, d):
 
 
 @_staged("SHARED_MEMORY")
-def _smem(c, d):
+def shared_memory(c, d):
     if c.smem_bytes > d.smem_per_block_optin:
         return (f"{c.smem_bytes} bytes of shared memory ({c.stages} stages x {c.smem_per_stage}); "
                 f"the {d.key} allows {d.smem_per_block_optin} per block. Fewer stages or a smaller tile fit")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ..config import KernelConfig
 from .registers import tma_partials, tma_registers
 from .rule import RuleSet
+from .tiled import shared_memory
 
 RULES = RuleSet()
 FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
@@ -85,12 +86,8 @@ def _tile(c, d):
     return "; ".join(out) or None
 
 
-@_tma("TMA_SHARED_MEMORY")
-def _smem(c, d):
-    if c.smem_bytes > d.smem_per_block_optin:
-        return (f"{c.smem_bytes} bytes of shared memory ({c.stages} stages x {c.smem_per_stage}); the {d.key} "
-                f"allows {d.smem_per_block_optin} per block. Fewer stages or a smaller tile fit")
-    return None
+# The stages must fit the block's shared memory: the staged families' check, under a name of its own.
+_tma("TMA_SHARED_MEMORY")(shared_memory)
 
 
 @_tma("TMA_REGISTERS")
