@@ -30,8 +30,9 @@ def _rules(cfg, device="sm_90"):
 
 
 # ---- presets ------------------------------------------------------------------------------------
-def test_presets_close_the_list():
-    assert names()[-5:] == list(WMMA)
+def test_presets_close_the_list_before_the_tma_presets():
+    assert names()[-9:-4] == list(WMMA)
+    assert names()[-4:] == ["tf32x3-tma", "tf32-tma", "f16-tma", "bf16-tma"]
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90", "rtx3090", "a10", "l4", "a100", "h100"])
