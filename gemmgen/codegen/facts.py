@@ -21,6 +21,7 @@ from ..kernel.rules.registers import tma_partials, tma_registers
 from . import smem
 from .build_line import build_line
 
+DTYPE_WORDS = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}   # the header's name of a 16-bit input
 _VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load
 
 
@@ -89,7 +90,7 @@ def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a, g.b = operand(c, "A"), operand(c, "B")
     g.a_off, g.b_off = smem.offset(c, "A"), smem.offset(c, "B")
     g.elem = f"{c.dtype}_bits"
-    g.dtype_words = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}.get(c.dtype, c.dtype)
+    g.dtype_words = DTYPE_WORDS.get(c.dtype, c.dtype)
     g.vec_type = _VEC_TYPES.get(c.vec, "uint4")
     g.a_lay = "col" if c.a_smem_kmajor else "row"
     g.b_lay = "row" if c.b_smem_kmajor else "col"
@@ -103,7 +104,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     """The warp-specialized TMA kernel: element type, wgmma's k and type, warpgroups and how the
     block's 64K registers are split between the producer and the consumers (setmaxnreg)."""
     g.elem = "float" if c.dtype == "f32" else f"{c.dtype}_bits"
-    g.dtype_words = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}.get(c.dtype, "fp32")
+    g.dtype_words = DTYPE_WORDS.get(c.dtype, "fp32")
     g.kstep = 32 // c.elem_bytes                      # wgmma's k: 32 bytes of a row (k8 tf32, k16 halves)
     g.wgmma_type = "tf32" if c.dtype == "f32" else c.dtype
     g.consumers = c.BM // c.WM

@@ -27,7 +27,6 @@ FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF3
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "async_copy",
           "pad_a", "pad_b", "min_blocks", "split_k")
 MAX_CONSUMERS = 3
-MAX_CONSUMER_REGS = 240
 
 
 def _tma(name):
