@@ -1,9 +1,13 @@
 """Run one config and cuBLAS once each at a shape, for Nsight Compute to capture, and dump the SASS.
 
     ncu --clock-control none -k regex:'gg_|gemm' python benchmarks/profile_once.py v13 4096
+    ncu ... python benchmarks/profile_once.py tf32x3-tma 4096 NT     (a preset or a config's JSON file, a layout)
+
+cuBLAS runs in the config's own mode (SGEMM for the fp32-accurate families, TF32 mode for tf32).
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -12,7 +16,9 @@ import cupy as cp
 
 from gemmgen.build.nvrtc import compile_source
 from gemmgen.measure.launch import LoadedKernel
+from gemmgen.kernel.config import KernelConfig
 from gemmgen.kernel.presets import preset
+from gemmgen.measure.gate import mode_of
 from gemmgen.measure.problem import Problem
 from gemmgen.base import Shape
 from gemmgen.codegen.render import render
@@ -38,14 +44,20 @@ def sass_mix(cubin: bytes, name: str) -> str:
 
 def main() -> int:
     label, n = sys.argv[1], int(sys.argv[2])
-    cfg = preset(label, "sm_90")
+    layout = sys.argv[3] if len(sys.argv) > 3 else "NN"
+    if label.endswith(".json"):
+        with open(label) as fh:
+            cfg = KernelConfig.from_dict(json.load(fh))
+    else:
+        cfg = preset(label, "sm_90")
+    cfg = cfg.replace(layout=layout)
     binary = compile_source(render(cfg, "sm_90"), "sm_90")
     print(sass_mix(binary.cubin, cfg.name), flush=True)
     k = LoadedKernel(cfg, binary)
-    prob = Problem(Shape(n, n, n))
+    prob = Problem(Shape(n, n, n, layout), dtype=cfg.dtype)
     out = cp.empty((n, n), cp.float32)
     k.launch(prob.operands())
-    prob.cublas(out=out)
+    prob.cublas(out=out, mode=mode_of(cfg))
     cp.cuda.Device().synchronize()
     return 0
 

@@ -21,6 +21,7 @@ from ..kernel.rules.registers import tma_partials, tma_registers
 from . import smem
 from .build_line import build_line
 
+TMA_TYPES = {"f32": "FLOAT32", "tf32": "TFLOAT32", "f16": "FLOAT16", "bf16": "BFLOAT16"}   # cuda.h's names
 DTYPE_WORDS = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}   # the header's name of a 16-bit input
 _VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load
 
@@ -109,7 +110,8 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.wgmma_type = "tf32" if c.dtype == "f32" else c.dtype
     g.consumers = c.BM // c.WM
     g.mi = c.WM // 64
-    g.transform = {"tf32x3": "split", "tf32": "round"}.get(c.family)   # what producer warps 1..3 do to a stage
+    g.transform = c.family == "tf32x3"       # producer warps 1..3 split each stage (TF32: the copy engine rounds)
+    g.tma_type = "CU_TENSOR_MAP_DATA_TYPE_" + TMA_TYPES[c.tma_type]
     g.partials = tma_partials(c)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers)
 

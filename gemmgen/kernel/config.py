@@ -148,6 +148,12 @@ class KernelConfig:
         return 2 if self.dtype in HALF_DTYPES else 4
 
     @property
+    def tma_type(self) -> str:
+        """The element type a TMA kernel's descriptors name: the input dtype, except "tf32" for the TF32
+        family, whose copy engine rounds each fp32 to TF32 on its way into shared memory."""
+        return "tf32" if self.family == "tf32" else self.dtype
+
+    @property
     def global_layout_smem(self) -> bool:
         """Shared tiles keep the global layout (tensor-core and half families), so every cp.async
         moves 16 contiguous bytes; simt may transpose A (a_kmajor)."""
@@ -216,9 +222,9 @@ class KernelConfig:
         """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
         one 16x16 fp32 tile per warp, so it is at least that."""
         pipeline = self.smem_per_stage * self.stages
-        if self.tma:   # the stages (3xTF32: and their small parts), then 2 or 3 mbarriers per stage
-            barriers = 16 if self.family == "wmma" else 24
-            return pipeline * (2 if self.family == "tf32x3" else 1) + barriers * self.stages
+        if self.tma:   # the stages (3xTF32: and the small parts of B), then 2 or 3 mbarriers per stage
+            split = self.family == "tf32x3"
+            return pipeline + self.stages * (split * self.BN * self.BK * 4 + (24 if split else 16))
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
             return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed)
         if self.family in HALF:

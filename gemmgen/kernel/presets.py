@@ -73,16 +73,16 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
 # 128x256 tiles of 8 warps of 64x64 (4 loads of A and 4 of B feed 16 mma tiles per k16 step), 3
 # cp.async stages (81 KB, so it fits 99 KB GPUs too; try stages=4 on an H100), thread-block raster 8.
 # Warp-specialized TMA kernels (issue 12): a producer warpgroup (TMA into mbarrier stages, and for the
-# TF32 families 3 warps that split or round each stage), consumer warpgroups of 64 rows x BN on wgmma.
+# 3xTF32 3 warps that split each stage; for TF32 the copy engine rounds to TF32 itself), consumer warpgroups of 64 rows x BN on wgmma.
 # Layout NT (both operands K-major); sm_90a only.
 _TMA = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=176, BK=32, WM=64, WN=176,
-                    swz_a=8, swz_b=8, stages=2, raster=8)
+                    swz_a=8, swz_b=8, stages=3, raster=8)
 _TMA_HALF = _TMA.replace(family="wmma", dtype="f16", BN=256, BK=64, WN=256, vec=8, stages=4, partials=False)
 _TMA_PRESETS: dict[str, tuple[KernelConfig, str]] = {
-    "tf32x3-tma": (_TMA, "3xTF32 on a warp-specialized TMA pipeline: small parts split by producer warps, "
-                         "fp32 accuracy (NT, sm_90a only)"),
+    "tf32x3-tma": (_TMA, "3xTF32 on a warp-specialized TMA pipeline: A split in the consumers' registers, "
+                         "B's small parts by producer warps, fp32 accuracy (NT, sm_90a only)"),
     "tf32-tma": (_TMA.replace(family="tf32", BN=256, WN=256, stages=4),
-                 "TF32 on the TMA pipeline: producer warps round each stage to TF32 (NT, sm_90a only)"),
+                 "TF32 on the TMA pipeline: the copy engine rounds fp32 to TF32 on the way in (NT, sm_90a only)"),
     "f16-tma": (_TMA_HALF, "fp16 on the TMA pipeline, accumulating on the tensor cores like cuBLAS (NT, sm_90a only)"),
     "bf16-tma": (_TMA_HALF.replace(dtype="bf16"), "bf16 on the TMA pipeline (NT, sm_90a only)"),
 }

@@ -158,8 +158,8 @@ class LoadedKernel:
         if maps is None:
             if len(self._maps) > 64:
                 self._maps.clear()
-            maps = self._maps[key] = (encode(ops.A, c.dtype, ops.K, ops.M, ops.lda, c.BK, c.BM),
-                                      encode(ops.B, c.dtype, ops.K, ops.N, ops.ldb, c.BK, c.BN))
+            maps = self._maps[key] = (encode(ops.A, c.tma_type, ops.K, ops.M, ops.lda, c.BK, c.BM),
+                                      encode(ops.B, c.tma_type, ops.K, ops.N, ops.ldb, c.BK, c.BN))
         return maps
 
     def workspace_floats(self, M: int, N: int) -> int:

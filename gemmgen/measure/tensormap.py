@@ -14,8 +14,10 @@ from __future__ import annotations
 import ctypes
 from functools import lru_cache
 
-DATA_TYPES = {"f16": 6, "f32": 7, "bf16": 9}   # CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / FLOAT32 / BFLOAT16
-ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4}
+# CU_TENSOR_MAP_DATA_TYPE_FLOAT16 / FLOAT32 / BFLOAT16 / TFLOAT32 (fp32 in memory, rounded to TF32 by
+# the copy engine on its way into shared memory)
+DATA_TYPES = {"f16": 6, "f32": 7, "bf16": 9, "tf32": 11}
+ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4}
 SWIZZLE_128B = 3
 L2_PROMOTION_256B = 3
 TMA_MAP_BYTES = 128
