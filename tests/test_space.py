@@ -236,7 +236,7 @@ def test_tensor_core_presets_are_reachable(family, arch):
         params = space.params_of(cfg)
         assert params is not None, (layout, arch)
         assert space.sample(optuna.trial.FixedTrial(params), layout) == cfg
-    wgmma = [f"{family}-wgmma"] if arch == "sm_90" else []
+    wgmma = [f"{family}-wgmma", f"{family}-tma"] if arch == "sm_90" else []
     assert [p.label for p in all_presets(arch) if space.params_of(p)] == [family, *wgmma]
 
 
@@ -252,8 +252,9 @@ def test_tf32_and_tf32x3_spaces_stay_in_step():
     assert list(a["params"]) == list(b["params"])
     differ = {k for k in a["params"] if a["params"][k] != b["params"][k]}
     # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32, no 256-row wgmma tiles, and
-    # its small parts of A take shared memory beside the ring (wg_BK's fit)
-    assert differ == {"WN", "BK", "wg_BM", "wg_BK"}
+    # its small parts of A take shared memory beside the ring (wg_BK's fit); on the TMA pipeline it
+    # holds sums and partials (BN up to 208, not 256) and B's small parts beside each stage
+    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages"}
     assert a["arch"] == b["arch"]
 
 
@@ -302,6 +303,7 @@ def test_wgmma_draws_on_sm_90_are_mostly_valid(family, layout):
     (measured: 100% for 3xTF32; TF32's 256-row tiles with 4 stages overflow shared memory in TN/TT)."""
     draws = [c for c in _draws(load_space(family, "sm_90"), 1200, seed=5, layout=layout) if c.mma == "wgmma"]
     assert 0.35 < len(draws) / 1200 < 0.65
+    draws = [c for c in draws if not c.tma]   # the TMA draws (NT only): test_tma_draws_on_sm_90
     violations = [explain(c, "sm_90") for c in draws]
     assert sum(not v for v in violations) / len(draws) >= 0.9
     assert {v.rule for vs in violations for v in vs} <= {"SHARED_MEMORY"}
@@ -313,6 +315,28 @@ def test_wgmma_draws_on_sm_90_are_mostly_valid(family, layout):
     for c in valid:
         assert (c.WM, c.WN, c.swz_a, c.pad_a, c.swz_b, c.min_blocks, c.vec) == (c.BM, 64, 8, 0, 1, 1, 4)
         assert c.smem_bytes <= for_arch("sm_90").smem_per_block_optin
+
+
+@pytest.mark.parametrize("family", TC)
+def test_tma_draws_on_sm_90(family):
+    """Layout NT on sm_90 draws the TMA pipeline for about half its wgmma kernels, most of them valid,
+    with its fixed geometry (64-row consumers owning all BN columns, 128-byte rows, no split-K); no other
+    layout or architecture draws it."""
+    space = load_space(family, "sm_90")
+    wgmma = [c for c in _draws(space, 1200, seed=7, layout="NT") if c.mma == "wgmma"]
+    tma = [c for c in wgmma if c.tma]
+    assert 0.35 < len(tma) / len(wgmma) < 0.65
+    violations = [explain(c, "sm_90") for c in tma]
+    assert sum(not v for v in violations) / len(tma) >= 0.8
+    assert {v.rule for vs in violations for v in vs} <= {"TMA_SHARED_MEMORY", "TMA_REGISTERS"}
+    valid = [c for c, v in zip(tma, violations) if not v]
+    assert {c.BM for c in valid} == {64, 128} and {c.stages for c in valid} >= {2, 3, 4}
+    assert max(c.BN for c in valid) == (208 if family == "tf32x3" else 256)
+    for c in valid:
+        assert (c.WM, c.WN, c.BK, c.swz_a, c.swz_b, c.pad_b, c.split_k, c.bounds) == (64, c.BN, 32, 8, 8, 0, 1, "checked")
+        assert space.sample(optuna.trial.FixedTrial(space.params_of(c)), "NT") == c
+    for layout in ("NN", "TN", "TT"):
+        assert not [c for c in _draws(space, 300, seed=8, layout=layout) if c.tma]
 
 
 @pytest.mark.parametrize("family", TC)
