@@ -153,6 +153,16 @@ def test_refuses_rows_that_are_not_16_bytes_apart(name):
     assert "below its row length" in cfg.accepts(64, 64, 64, lda=56)
 
 
+@pytest.mark.parametrize("name", CONFIGS)
+def test_refuses_operands_that_do_not_start_on_16_bytes(name):
+    """A descriptor's base address must be 16-byte aligned: the dispatch passes aligned=False for
+    operands that start elsewhere (a slice one element in), so no TMA kernel is picked for them."""
+    cfg = CONFIGS[name]
+    assert cfg.accepts(1024, 1024, 1024) is None
+    assert cfg.accepts(1024, 1024, 1024, aligned=False).startswith("TMA reads A and B from 16-byte aligned")
+    assert cfg.replace(tma=False, mma="wgmma", layout="NT").accepts(1024, 1024, 1024, aligned=False) is None
+
+
 # ---- tensor maps ----------------------------------------------------------------------------------------
 def test_encode_args():
     kind, rank, ptr, dims, strides, box = tensormap.encode_args(0x7F0000001000, "f16", inner=520, outer=777,

@@ -2,20 +2,30 @@
 
 Checked-bounds kernels take every shape and leading dimension (misaligned operands fall back to
 scalar loads inside the kernel); TMA kernels need 16-byte rows of A and B; the fast path needs
-whole tiles and aligned rows. This module reads only the config's attributes (it imports nothing).
+whole tiles and aligned rows. Both of those also need A and B to start on 16-byte boundaries, which
+only the caller knows (``aligned``). This module reads only the config's attributes (it imports nothing).
 
 >>> from gemmgen.kernel.config import KernelConfig
 >>> KernelConfig().accepts(100, 100, 100) is None, KernelConfig(bounds="none").accepts(100, 128, 8)
 (True, 'fast path needs M % 128 == 0 and N % 128 == 0, got M=100, N=128')
+>>> KernelConfig(bounds="none").accepts(128, 128, 8, aligned=False)
+'fast path reads A and B from 16-byte aligned addresses; these operands start elsewhere'
 """
 from __future__ import annotations
 
 
+def needs_aligned_pointers(c) -> bool:
+    """Whether the kernel reads A and B from 16-byte aligned first elements without checking them
+    (TMA descriptors, the fast path's vector loads)."""
+    return c.tma or (c.family != "naive" and c.bounds != "checked")
+
+
 def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
-            ldc: int | None = None) -> str | None:
+            ldc: int | None = None, aligned: bool = True) -> str | None:
     """None when this kernel computes the shape correctly, else the reason it does not.
 
-    ``c`` is a KernelConfig; ``lda``/``ldb``/``ldc`` default to the operands' row lengths.
+    ``c`` is a KernelConfig; ``lda``/``ldb``/``ldc`` default to the operands' row lengths; ``aligned``
+    says whether A's and B's first elements are 16-byte aligned.
     """
     if min(M, N, K) < 1:
         return f"shape {M}x{N}x{K} has a dimension below 1"
@@ -25,6 +35,9 @@ def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None =
                   for name, ld in lds.items() if ld < rows[name]), None)
     if short:
         return short
+    if not aligned and needs_aligned_pointers(c):
+        return (f"{'TMA' if c.tma else 'fast path'} reads A and B from 16-byte aligned addresses; "
+                "these operands start elsewhere")
     if c.tma:   # the copy engine reads rows that start 16 bytes apart (edges read as zeros)
         per = 16 // c.elem_bytes
         return next((f"TMA needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"

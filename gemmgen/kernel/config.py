@@ -278,7 +278,7 @@ class KernelConfig:
         return -(-per // self.BK) * self.BK
 
     def accepts(self, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
-                ldc: int | None = None) -> str | None:
+                ldc: int | None = None, aligned: bool = True) -> str | None:
         """None when this kernel computes the shape correctly, else the reason it does not
-        (see :func:`gemmgen.kernel.accepts.refusal`)."""
-        return refusal(self, M, N, K, lda, ldb, ldc)
+        (see :func:`gemmgen.kernel.accepts.refusal`; ``aligned``: A and B start on 16 bytes)."""
+        return refusal(self, M, N, K, lda, ldb, ldc, aligned)

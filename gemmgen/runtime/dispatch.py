@@ -38,6 +38,7 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
 MIN_PACK_MS = 0.2  # copies cost two launches and their host time (~10 us each through CuPy): below this,
                    # copying lost on every small shape tried on the H100 (358x123x4396 TT: 1.03x -> 0.36x)
+CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 
 
 def log_distance(a: Shape, b: Shape) -> float:
@@ -50,17 +51,18 @@ def log_distance(a: Shape, b: Shape) -> float:
 
 
 def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str = "NN",
-             lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> Entry | None:
+             lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
+             aligned: bool = True) -> Entry | None:
     """The tuned entry to run for a request, per the rule in the module docstring (see its example).
 
     Entries are matched by their shape, not by their key, so keys may carry more than shape and
     layout (a precision class, say); callers pass the entries of one precision class. The exact
     shape is at distance 0; ties in distance go to the faster entry, then to the smaller key, so
-    the answer is stable.
+    the answer is stable. ``aligned``: A and B start on 16-byte boundaries (else no TMA or fast-path kernel).
     """
     want = Shape(M, N, K, layout.upper())
     near = [e for e in entries.values()
-            if e.shape.layout == want.layout and e.kernel_config.accepts(M, N, K, lda, ldb, ldc) is None]
+            if e.shape.layout == want.layout and e.kernel_config.accepts(M, N, K, lda, ldb, ldc, aligned) is None]
     return min(near, key=lambda e: (log_distance(e.shape, want), -e.tflops, e.key), default=None)
 
 
@@ -120,18 +122,20 @@ def best(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda
          ldb: int | None = None, ldc: int | None = None, rows_aligned: bool | None = None) -> tuple[float, Fitted] | None:
     """(predicted ms, candidate) of the least predicted time among those that accept the request (ties:
     the smaller name, so the answer is stable), or None. ``rows_aligned`` overrides what the leading
-    dimensions say (False for operands whose first element is not 16-byte aligned)."""
+    dimensions say (False for operands whose first element is not 16-byte aligned: then no kernel that
+    needs aligned base pointers competes)."""
     want = Shape(M, N, K, layout)
     ok = aligned(want, lda, ldb) if rows_aligned is None else rows_aligned
-    timed = [(f.predict(want, ok), f.config.name, f) for f in fits if f.config.accepts(M, N, K, lda, ldb, ldc) is None]
+    timed = [(f.predict(want, ok), f.config.name, f) for f in fits
+             if f.config.accepts(M, N, K, lda, ldb, ldc, rows_aligned is not False) is None]
     t, _, fit = min(timed, key=lambda t: t[:2]) if timed else (0.0, "", None)
     return (t, fit) if fit is not None else None
 
 
 def choose(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
-           ldb: int | None = None, ldc: int | None = None) -> Fitted | None:
-    """The candidate :func:`best` names, or None."""
-    found = best(fits, M, N, K, layout, lda, ldb, ldc)
+           ldb: int | None = None, ldc: int | None = None, aligned: bool = True) -> Fitted | None:
+    """The candidate :func:`best` names, or None (``aligned``: A and B start on 16-byte boundaries)."""
+    found = best(fits, M, N, K, layout, lda, ldb, ldc, None if aligned else False)
     return found[1] if found else None
 
 
@@ -140,13 +144,14 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     """(copy A, copy B, candidate): whether to copy unaligned operands into 16-byte aligned rows first,
     and the kernel to run then. Copying pays where the best predicted time on aligned rows plus the
     copies (read and write each operand once, ``bandwidth`` bytes/ms, one launch each) beats the best
-    predicted time on the rows as they are, and that prediction rests on unaligned shapes measured
-    nearby: on the H100, copying on the UNALIGNED guess alone lost to cuBLAS on small skinny shapes
-    (74x480x8760 TT: 0.33x), where a copy costs as much as the product."""
+    predicted time on the rows as they are, and either that prediction rests on unaligned shapes measured
+    nearby or the copies cost at most CHEAP_PACK of the product: on the H100, copying on the UNALIGNED
+    guess alone lost to cuBLAS on small skinny shapes (74x480x8760 TT: 0.33x), where a copy costs as
+    much as the product, while on large ones (4638x11305x1362 NN, copies 2% of the product) the
+    unaligned kernel ran 1.23x cuBLAS where aligned neighbours run 1.5x."""
     as_is = best(fits, M, N, K, layout, lda, ldb, ldc, None if rows_aligned else False)
     want = Shape(M, N, K, layout)
-    if (as_is is None or (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS
-            or not as_is[1].measured_near(want, False)):
+    if as_is is None or (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS:
         return False, False, as_is[1] if as_is else None
     pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
     up = lambda ld: -(-ld // align) * align
@@ -155,6 +160,8 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     b_rows = K if layout[1] == "N" else N
     copy_ms = (pack_a * a_rows * lda2 + pack_b * b_rows * ldb2) * 2 * elem / bandwidth + (pack_a + pack_b) * LAUNCH_MS
     packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
-    if packed is not None and packed[0] + copy_ms < as_is[0]:
+    if packed is None or not (as_is[1].measured_near(want, False) or copy_ms <= CHEAP_PACK * packed[0]):
+        return False, False, as_is[1]
+    if packed[0] + copy_ms < as_is[0]:
         return pack_a, pack_b, packed[1]
     return False, False, as_is[1]

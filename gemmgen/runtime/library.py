@@ -77,11 +77,12 @@ class KernelLibrary:
 
     def kernel_for(self, M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
                    ldb: int | None = None, ldc: int | None = None, precision: str = "fp32",
-                   family: str | None = None) -> Kernel:
+                   family: str | None = None, aligned: bool = True) -> Kernel:
         """The kernel the dispatch rule picks for this problem and precision class (cached per
         argument tuple); ``precision`` is one of PRECISIONS (f16/bf16 kernels read half inputs);
-        ``family`` restricts the choice to one template family of that class (e.g. simt)."""
-        key = (M, N, K, layout, lda, ldb, ldc, precision, family)
+        ``family`` restricts the choice to one template family of that class (e.g. simt); ``aligned``
+        False where A or B does not start on 16 bytes (no TMA or fast-path kernel then)."""
+        key = (M, N, K, layout, lda, ldb, ldc, precision, family, aligned)
         kernel = self._choice.get(key)
         if kernel is None:
             if precision not in PRECISIONS:
@@ -104,7 +105,8 @@ class KernelLibrary:
             pack_a, pack_b, _ = pack_plan(self.candidates(precision, layout, family) if precision in PRECISIONS else [],
                                           M, N, K, layout, lda, ldb, ldc, bw, align, elem, rows_aligned)
             up = lambda ld, on: -(-ld // align) * align if on else ld
-            kernel = self.kernel_for(M, N, K, layout, up(lda, pack_a), up(ldb, pack_b), ldc, precision, family)
+            kernel = self.kernel_for(M, N, K, layout, up(lda, pack_a), up(ldb, pack_b), ldc, precision, family,
+                                     rows_aligned or (pack_a and pack_b))   # copies start aligned
             plan = self._plans[key] = (kernel, pack_a, pack_b)
         return plan
 
@@ -118,19 +120,19 @@ class KernelLibrary:
             self._fits[key] = candidates(fits, layout, self.spec, family, layout_factors(fits))
         return self._fits[key]
 
-    def _pick(self, M, N, K, layout, lda, ldb, ldc, precision, family) -> Kernel:
-        best = choose(self.candidates(precision, layout, family), M, N, K, layout, lda, ldb, ldc)
+    def _pick(self, M, N, K, layout, lda, ldb, ldc, precision, family, aligned) -> Kernel:
+        best = choose(self.candidates(precision, layout, family), M, N, K, layout, lda, ldb, ldc, aligned)
         if best is not None:
             return self._load(best.config, None)
         stored = {k: e for k, e in self.classes.get(precision, {}).items()
                   if family is None or e.kernel_config.family == family}
-        entry = dispatch(stored, M, N, K, layout, lda, ldb, ldc)
+        entry = dispatch(stored, M, N, K, layout, lda, ldb, ldc, aligned)
         if entry is not None:
             return self._load(entry.kernel_config, entry.to_dict())
         what = f"{precision} {family + ' ' if family else ''}kernel for {M}x{N}x{K}/{layout} on {self.spec.name}"
         if self.strict:
             raise NoTunedKernels(f"no tuned {what} (strict=True); run `gemmgen search` or pass strict=False")
-        config, kind = self._fallback(precision, layout, family, (M, N, K, lda, ldb, ldc))
+        config, kind = self._fallback(precision, layout, family, (M, N, K, lda, ldb, ldc, aligned))
         if precision not in self._warned:
             warnings.warn(f"gemmgen: no tuned {what}; using the {kind} preset {config.label} "
                           "(run `gemmgen search` to tune)", stacklevel=4)

@@ -31,12 +31,13 @@ deterministic = torch.are_deterministic_algorithms_enabled
 
 
 def pick(dev: int, M: int, N: int, K: int, layout: str, lda: int, ldb: int, precision: str,
-         family: Optional[str], fixed_order: bool = False) -> Kernel:
+         family: Optional[str], fixed_order: bool = False, aligned: bool = True) -> Kernel:
     """The library's kernel for a request (C row-major, ldc = N), cached here too, so that a repeated
     request costs one lookup and a new one can be refused inside CUDA-graph capture before anything
-    is compiled or loaded. ``fixed_order``: no atomic split-K (see the module docstring). Runs with
-    device ``dev`` current (the kernel is loaded into its context)."""
-    key = (dev, M, N, K, layout, lda, ldb, precision, family, fixed_order)
+    is compiled or loaded. ``fixed_order``: no atomic split-K (see the module docstring); ``aligned``
+    False where A or B does not start on 16 bytes. Runs with device ``dev`` current (the kernel is
+    loaded into its context)."""
+    key = (dev, M, N, K, layout, lda, ldb, precision, family, fixed_order, aligned)
     kernel = _KERNELS.get(key)
     if kernel is None:
         if torch.cuda.is_current_stream_capturing():
@@ -44,7 +45,7 @@ def pick(dev: int, M: int, N: int, K: int, layout: str, lda: int, ldb: int, prec
                                "CUDA graph capture; call the op once with these shapes before capturing (warm-up), "
                                "so its kernel is picked and compiled outside the graph")
         lib = library_for(dev, False)
-        kernel = lib.kernel_for(M, N, K, layout, lda, ldb, N, precision, family)
+        kernel = lib.kernel_for(M, N, K, layout, lda, ldb, N, precision, family, aligned)
         if fixed_order and kernel.config.split_atomic:
             kernel = lib.kernel(fixed_order_config(lib, kernel.config, M, N, K, lda, ldb, precision, family))
         _KERNELS[key] = kernel

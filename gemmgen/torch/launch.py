@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, Optional
 
 import torch
 
+from ..kernel.accepts import needs_aligned_pointers
 from ..measure.launch import Operands
 from ..runtime.library import Kernel
 from .kernels import deterministic, pick as _kernel
@@ -52,7 +53,7 @@ class Plan(NamedTuple):
     ldb: int
     copy: bool
     kernel: Optional[Kernel]
-    aligned: bool            # kernel without bounds checks: its base pointers must be 16-byte aligned
+    aligned: bool            # TMA or fast-path kernel: its base pointers must be 16-byte aligned
     workspace: int           # floats of split-K workspace per call (0: none)
 
 
@@ -85,7 +86,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, precision: Optional[str], family:
         with _on(dev):
             kernel = _kernel(dev, M, N, K, la + lb, lda, ldb, cls, family, key[-1])
         plan = Plan(dev, M, N, K, cls, family, lda, ldb, a2 is not a or b2 is not b, kernel,
-                    kernel.config.bounds == "none", kernel.loaded.workspace_floats(M, N))
+                    needs_aligned_pointers(kernel.config), kernel.loaded.workspace_floats(M, N))
     else:
         plan = Plan(dev, M, N, K, cls, family, 1, 1, False, None, False, 0)
     if len(_PLANS) >= MAX_PLANS:
@@ -102,13 +103,13 @@ def _launch(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> 
     A, B = a.data_ptr(), b.data_ptr()
     kernel, lda, ldb = plan.kernel, plan.lda, plan.ldb
     if plan.copy or (plan.aligned and (A | B) % 16):
-        # Strides no kernel reads, or a fast-path kernel (it loads 16 bytes at a time from the base
-        # pointers without checking them) on misaligned operands: contiguous copies, and their kernel.
-        (a, la, lda), (b, lb, ldb) = matrix(a.contiguous() if plan.aligned else a, "a"), \
-            matrix(b.contiguous() if plan.aligned else b, "b")
-        kernel = _kernel(plan.dev, plan.M, plan.N, plan.K, la + lb, lda, ldb, plan.precision, plan.family,
-                         deterministic())
+        # Strides no kernel reads (copies), or a kernel that reads A and B from 16-byte aligned base
+        # pointers without checking them (TMA, the fast path) on operands that start elsewhere: the
+        # kernel the library picks for them as they are.
+        (a, la, lda), (b, lb, ldb) = matrix(a, "a"), matrix(b, "b")
         A, B = a.data_ptr(), b.data_ptr()
+        kernel = _kernel(plan.dev, plan.M, plan.N, plan.K, la + lb, lda, ldb, plan.precision, plan.family,
+                         deterministic(), (A | B) % 16 == 0)
     floats = plan.workspace if kernel is plan.kernel else kernel.loaded.workspace_floats(plan.M, plan.N)
     # The split-K workspace from PyTorch's allocator: stream-ordered on the current stream, part of
     # the graph under capture, and alive until the kernels are enqueued.
