@@ -12,6 +12,7 @@ from gemmgen import build
 from gemmgen.base.devices import for_arch
 from gemmgen.codegen.render import emit, render
 from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules import InvalidConfig, explain
 from gemmgen.kernel.rules import common as common_rules
 from gemmgen.measure import tensormap
@@ -231,9 +232,9 @@ def test_rendering_validates_first():
 # ---- nvcc -----------------------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", [*CONFIGS, "tf32x3-tma", "tf32-tma"])
 def test_compiles_for_sm_90a_without_spills(name):
-    cfg = CONFIGS[name]
+    cfg = CONFIGS[name] if name in CONFIGS else preset(name)
     report = build.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
     assert report.arch == "sm_90a"
     res = report[cfg.name]
