@@ -32,7 +32,8 @@ def candidates(splits=(1, 2, 4, 8), layout="NN"):
     base = preset("tf32x3-wgmma").replace(label="", layout=layout, pad_b=4 if layout[1] == "T" else 8)
     tiles = {"128x128": dict(BM=128, WM=128, BN=128), "64x128": dict(BM=64, WM=64, BN=128),
              "128x64": dict(BM=128, WM=128, BN=64), "64x64": dict(BM=64, WM=64, BN=64)}
-    pipes = {"bk64s2": dict(BK=64, stages=2), "bk32s4": dict(BK=32, stages=4)}
+    pipes = {"bk64s2": dict(BK=64, stages=2), "bk32s4": dict(BK=32, stages=4), "bk32s3": dict(BK=32, stages=3),
+             "bk32s2": dict(BK=32, stages=2)}
     for (tn, t), (pn, p), k in itertools.product(tiles.items(), pipes.items(), splits):
         for red in (("atomic", "workspace") if k > 1 else ("atomic",)):
             cfg = base.replace(**t, **p, split_k=k, reduce=red)

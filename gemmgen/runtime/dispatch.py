@@ -154,14 +154,32 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     if as_is is None or (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS:
         return False, False, as_is[1] if as_is else None
     pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
-    up = lambda ld: -(-ld // align) * align
-    lda2, ldb2 = (up(lda) if pack_a else lda), (up(ldb) if pack_b else ldb)
-    a_rows = M if layout[0] == "N" else K
-    b_rows = K if layout[1] == "N" else N
-    copy_ms = (pack_a * a_rows * lda2 + pack_b * b_rows * ldb2) * 2 * elem / bandwidth + (pack_a + pack_b) * LAUNCH_MS
+    lda2, ldb2 = (_up(lda, align) if pack_a else lda), (_up(ldb, align) if pack_b else ldb)
+    copy_ms = _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
     packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
     if packed is None or not (as_is[1].measured_near(want, False) or copy_ms <= CHEAP_PACK * packed[0]):
         return False, False, as_is[1]
     if packed[0] + copy_ms < as_is[0]:
         return pack_a, pack_b, packed[1]
     return False, False, as_is[1]
+
+
+def pack_time(fits: Sequence[Fitted], want: Shape, lda: int, ldb: int, ldc: int, pack_a: bool, pack_b: bool,
+              bandwidth: float, align: int = 4, elem: int = 4, rows_aligned: bool = True) -> float | None:
+    """Predicted ms of a plan :func:`pack_plan` returned: its kernel on the operands as copied (or as
+    they are), plus the copies; None where no kernel accepts the request."""
+    lda2, ldb2 = (_up(lda, align) if pack_a else lda), (_up(ldb, align) if pack_b else ldb)
+    pointers_aligned = rows_aligned or (pack_a and pack_b)   # copies start 16-byte aligned
+    found = best(fits, want.M, want.N, want.K, want.layout, lda2, ldb2, ldc, None if pointers_aligned else False)
+    return None if found is None else found[0] + _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
+
+
+def _up(ld: int, align: int) -> int:
+    return -(-ld // align) * align
+
+
+def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:
+    """Copies of A and B into rows of lda2 / ldb2 elements: read and written once, one launch each."""
+    a_rows = want.M if want.layout[0] == "N" else want.K
+    b_rows = want.K if want.layout[1] == "N" else want.N
+    return (pack_a * a_rows * lda2 + pack_b * b_rows * ldb2) * 2 * elem / bandwidth + (pack_a + pack_b) * LAUNCH_MS

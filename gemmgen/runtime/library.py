@@ -27,7 +27,8 @@ from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
-from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, pack_plan
+from .dispatch import candidates, choose, dispatch, fit_all, layout_factors
+from .staging import copied_ld, stage_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
 
 _LIBRARIES: dict[tuple, "KernelLibrary"] = {}
@@ -93,19 +94,23 @@ class KernelLibrary:
 
     def plan_for(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, precision: str = "fp32",
                  family: str | None = None, rows_aligned: bool = True, elem: int = 4) -> tuple[Kernel, bool, bool]:
-        """(kernel, copy A, copy B) for a request: where A's or B's rows do not start on 16 bytes (odd
-        leading dimension, or ``rows_aligned`` False for a misaligned first element), copying them into
-        aligned rows first when the timings predict that this pays; the kernel is then the one for the
-        copied operands (leading dimensions rounded up to 16 bytes). Cached per request."""
+        """(kernel, copy A, copy B) for a request: copies where the timings predict that they pay
+        (:mod:`.staging`): into 16-byte aligned rows where A's or B's rows do not start on 16 bytes (odd
+        leading dimension, or ``rows_aligned`` False for a misaligned first element), or into the
+        layout of a faster kernel (``kernel.config.layout``: a copy whose layout letter differs from the
+        request's is transposed). The kernel is the one for the copied operands (leading dimensions
+        rounded up to 16 bytes). Cached per request."""
         key = (M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned)
         plan = self._plans.get(key)
         if plan is None:
             align = 16 // elem
             bw = max(self.spec.mem_gbs, 100.0) * 1e6 * 0.7   # bytes per ms: a copy kernel's share of DRAM
-            pack_a, pack_b, _ = pack_plan(self.candidates(precision, layout, family) if precision in PRECISIONS else [],
-                                          M, N, K, layout, lda, ldb, ldc, bw, align, elem, rows_aligned)
-            up = lambda ld, on: -(-ld // align) * align if on else ld
-            kernel = self.kernel_for(M, N, K, layout, up(lda, pack_a), up(ldb, pack_b), ldc, precision, family,
+            fits_for = (lambda lay: self.candidates(precision, lay, family)) if precision in PRECISIONS else (lambda lay: [])
+            pack_a, pack_b, fit = stage_plan(fits_for, M, N, K, layout, lda, ldb, ldc, bw, align, elem, rows_aligned)
+            run = fit.config.layout if fit is not None else layout   # the layout the kernel reads (copies make it)
+            lda2 = copied_ld("A", run[0], M, N, K, align) if pack_a else lda
+            ldb2 = copied_ld("B", run[1], M, N, K, align) if pack_b else ldb
+            kernel = self.kernel_for(M, N, K, run, lda2, ldb2, ldc, precision, family,
                                      rows_aligned or (pack_a and pack_b))   # copies start aligned
             plan = self._plans[key] = (kernel, pack_a, pack_b)
         return plan

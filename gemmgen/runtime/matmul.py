@@ -18,9 +18,10 @@ from typing import Any, Optional
 
 from ..base.devices import require_gpu
 from ..measure.launch import Operands
-from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps, packed
+from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
 from .library import library_for
 from .precision import DTYPE_NAMES, check_family, resolve_precision
+from .transpose import staged
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
@@ -36,10 +37,12 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     on GPUs whose tensor cores are no faster than their FP32 units), "tf32", "wmma"; None: any.
 
     A and B may be C-contiguous, Fortran-contiguous or transposed views (mapped to the NN/NT/TN/TT
-    kernels without copies); ``out`` must have contiguous rows. Inputs may be CuPy arrays or anything
-    with ``__cuda_array_interface__`` or DLPack (PyTorch CUDA tensors); when ``out`` is None a new
-    CuPy array is returned (``out`` itself otherwise, written in place). Nothing is copied; strides
-    that no kernel can read raise ValueError. ``stream``: a CuPy stream (default: the current one).
+    kernels); ``out`` must have contiguous rows. Inputs may be CuPy arrays or anything with
+    ``__cuda_array_interface__`` or DLPack (PyTorch CUDA tensors); when ``out`` is None a new CuPy array
+    is returned (``out`` itself otherwise, written in place). The inputs are never modified; a temporary
+    copy of A or B is made only where the stored timings predict it pays (rows that are not 16-byte
+    aligned, or a faster kernel in another layout, see docs/API.md). Strides that no kernel can read
+    raise ValueError. ``stream``: a CuPy stream (default: the current one).
 
     >>> import cupy, gemmgen                                                 # doctest: +GPU
     >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +GPU
@@ -78,19 +81,14 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
         kernel, pack_a, pack_b = library_for(dev, strict).plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family,
                                                                    rows_aligned, a.itemsize)
-        if pack_a or pack_b:   # unaligned rows: copied into 16-byte aligned ones where that is predicted to pay
+        if pack_a or pack_b:   # copied into aligned rows, or the kernel's layout, where predicted to pay
+            run = kernel.config.layout
             with contextlib.nullcontext() if stream is None else stream:
-                a, lda = (*_packed(a, la), ) if pack_a else (a, lda)
-                b, ldb = (*_packed(b, lb), ) if pack_b else (b, ldb)
+                a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
+                b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
         ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
         kernel(ops, stream)
     return out if out is not None else c
-
-
-def _packed(x, layout: str):
-    """(aligned copy of x, its leading dimension)."""
-    p = packed(x, layout, 16 // x.itemsize)
-    return p, layout_of(p, "copy")[1]
 
 
 def _output(out, a, b, M: int, N: int, beta: float):

@@ -1,0 +1,71 @@
+"""Copies before the kernel: which operands to copy, and into which layout, for a request.
+
+Two kinds of copy can pay (both predicted from the same time models as the kernels, :mod:`.predict`):
+
+- into 16-byte aligned rows of the same layout, for operands whose rows are not (:func:`.dispatch.pack_plan`);
+- into the other layout (a transposing copy), so that a kernel timed in another layout serves the
+  request: on Hopper the TMA kernels read NT only (K-major A and B, what TF32 wgmma reads from shared
+  memory), and run 2.0-2.3x cuBLAS on large NT shapes where the cp.async kernels of NN, TN and TT run
+  1.5-1.65x. Transposing B of a 4096^3 NN product moves 2 x 64 MB (~45 us at 70% of the H100's
+  bandwidth), 4% of the product.
+
+A layout change is taken where the predicted kernel time in the other layout plus the copies beats the
+best plan in the request's own layout by MARGIN, the copies cost at least MIN_PACK_MS of kernel time to
+matter (tiny products never copy), and the other layout's prediction rests on aligned measurements
+near the shape (never on the model's extrapolation alone).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..base.shape import Shape
+from .dispatch import LAYOUTS, MIN_PACK_MS, best, pack_plan, pack_time
+from .predict import LAUNCH_MS, Fitted
+
+MARGIN = 0.05      # a layout change must win by this share: a second copy kernel and its host time
+TRANSPOSE = 1.25   # a tiled transposing copy's time over a straight copy's of the same bytes
+
+
+def copied_ld(operand: str, letter: str, M: int, N: int, K: int, align: int) -> int:
+    """Leading dimension of operand "A" or "B" copied into layout ``letter`` (its stored rows: A 'N' holds
+    K, A 'T' M, B 'N' N, B 'T' K elements), rounded up to ``align`` elements.
+
+    >>> copied_ld("A", "N", 100, 7, 4097, 4), copied_ld("B", "T", 100, 7, 4097, 4), copied_ld("B", "N", 100, 7, 4097, 4)
+    (4100, 4100, 8)
+    """
+    n = {("A", "N"): K, ("A", "T"): M, ("B", "N"): N, ("B", "T"): K}[operand, letter]
+    return -(-n // align) * align
+
+
+def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: int, layout: str, lda: int,
+               ldb: int, ldc: int, bandwidth: float, align: int = 4, elem: int = 4,
+               rows_aligned: bool = True) -> tuple[bool, bool, Fitted | None]:
+    """(copy A, copy B, candidate): the kernel to run and which operands to copy first into the layout it
+    reads (``candidate.config.layout``; where that is the request's, copies only align rows). ``fits_for``
+    gives the competing time models of a layout (the library's candidates)."""
+    pack_a, pack_b, fit = pack_plan(fits_for(layout), M, N, K, layout, lda, ldb, ldc, bandwidth, align, elem,
+                                    rows_aligned)
+    if fit is None or elem != 4:
+        return pack_a, pack_b, fit
+    want = Shape(M, N, K, layout)
+    own = pack_time(fits_for(layout), want, lda, ldb, ldc, pack_a, pack_b, bandwidth, align, elem, rows_aligned)
+    if own is None or own < MIN_PACK_MS:
+        return pack_a, pack_b, fit
+    choice, least = (pack_a, pack_b, fit), own * (1.0 - MARGIN)
+    for other in LAYOUTS:
+        if other == layout:
+            continue
+        flip_a, flip_b = other[0] != layout[0], other[1] != layout[1]
+        # a flipped operand is copied (aligned); the other is copied only if its rows are not aligned
+        copy_a = flip_a or not rows_aligned or lda % align != 0
+        copy_b = flip_b or not rows_aligned or ldb % align != 0
+        lda2 = copied_ld("A", other[0], M, N, K, align) if copy_a else lda
+        ldb2 = copied_ld("B", other[1], M, N, K, align) if copy_b else ldb
+        found = best(fits_for(other), M, N, K, other, lda2, ldb2, ldc, True)
+        if found is None or not found[1].measured_near(Shape(M, N, K), True):
+            continue
+        copies = (copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0))
+        total = found[0] + copies * 2 * elem / bandwidth + (copy_a + copy_b) * LAUNCH_MS
+        if total < least:
+            choice, least = (copy_a, copy_b, found[1]), total
+    return choice

@@ -1,0 +1,77 @@
+"""Copies into another layout on a GPU: the transposing copy is exact on ragged shapes, and matmul served
+by an NT kernel through transposed copies of A and/or B gives the product of every layout, against
+float64, with alpha and beta, leaving the inputs as they were."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from gemmgen.kernel.presets import preset
+from gemmgen.measure.gate import rel_error
+from gemmgen.runtime.library import KernelLibrary
+from gemmgen.runtime.transpose import staged
+
+pytestmark = pytest.mark.gpu
+matmul_module = importlib.import_module("gemmgen.runtime.matmul")
+
+
+@pytest.mark.parametrize("rows,cols", [(33, 70), (1, 5), (1000, 3), (257, 129)])
+@pytest.mark.parametrize("have,want", [("N", "T"), ("T", "N"), ("N", "N")])
+def test_staged_copy_holds_the_same_matrix_in_the_wanted_layout(rows, cols, have, want):
+    import cupy as cp
+
+    rng = np.random.default_rng(rows * cols)
+    x = cp.asarray(rng.uniform(-1, 1, (rows, cols)).astype(np.float32))
+    x = x if have == "N" else cp.asfortranarray(x)
+    y, ld = staged(x, have, want, 4)
+    assert y.shape == x.shape and bool((y == x).all())
+    assert ld % 4 == 0 and y.data.ptr % 16 == 0
+    contiguous = y.strides[1] == 4 if want == "N" else y.strides[0] == 4
+    assert contiguous and (y.strides[0] if want == "N" else y.strides[1]) == 4 * ld
+
+
+@pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
+def test_matmul_through_an_nt_kernel_and_transposed_copies(session, monkeypatch, layout):
+    import cupy as cp
+
+    spec = session.spec
+    cfg = preset("tf32x3-tma") if spec.cc == (9, 0) else preset("tf32x3", spec.arch).replace(layout="NT")
+    lib = KernelLibrary(spec, {}, session.device_id)
+    kernel = lib.kernel(cfg)
+    flip_a, flip_b = layout[0] != "N", layout[1] != "T"
+    monkeypatch.setattr(lib, "plan_for", lambda *args, **kw: (kernel, flip_a, flip_b))
+    monkeypatch.setattr(matmul_module, "library_for", lambda dev, strict: lib)
+    rng = np.random.default_rng(11)
+    for M, N, K in ((1023, 777, 1020), (515, 2047, 332), (64, 9, 16)):
+        a = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+        b = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+        A = cp.asarray(a) if layout[0] == "N" else cp.asfortranarray(cp.asarray(a))
+        B = cp.asarray(b) if layout[1] == "N" else cp.asfortranarray(cp.asarray(b))
+        C0 = cp.asarray(rng.uniform(-1, 1, (M, N)).astype(np.float32))
+        ref = 0.5 * (cp.asarray(a, cp.float64) @ cp.asarray(b, cp.float64)) + 2.0 * C0.astype(cp.float64)
+        out = matmul_module.matmul(A, B, out=C0.copy(), alpha=0.5, beta=2.0)
+        assert rel_error(out, ref) <= 1e-5, (M, N, K, layout)
+        assert bool((A == cp.asarray(a)).all()) and bool((B == cp.asarray(b)).all())
+
+
+def test_shipped_results_serve_large_nn_through_the_tma_kernel(session):
+    """On Hopper the shipped timings predict the NT TMA kernel plus a transposed copy of B to beat the
+    NN kernels at 4096^3; the product is still exact to fp32."""
+    import cupy as cp
+
+    import gemmgen
+
+    if session.spec.cc != (9, 0):
+        pytest.skip("TMA kernels are sm_90a")
+    lib = gemmgen.load()
+    kernel, copy_a, copy_b = lib.plan_for(4096, 4096, 4096, "NN", 4096, 4096, 4096)
+    if not any(k.config.tma for k in lib.timings.of_precision("fp32")):
+        pytest.skip("these results time no TMA kernel")
+    assert kernel.config.tma and kernel.config.layout == "NT" and (copy_a, copy_b) == (False, True)
+    rng = cp.random.default_rng(3)
+    A = rng.uniform(-1, 1, (4096, 4096), dtype=cp.float32)
+    B = rng.uniform(-1, 1, (4096, 4096), dtype=cp.float32)
+    ref = A.astype(cp.float64) @ B.astype(cp.float64)
+    assert rel_error(gemmgen.matmul(A, B), ref) <= 2e-6

@@ -1,0 +1,73 @@
+"""Copies before the kernel (runtime.staging): a request is served through a transposing copy where a
+kernel of another layout is predicted faster by more than the copy costs, and only then; checked on
+synthetic timings (kernels that behave as the model says) and on the shipped H100 results."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from gemmgen.base.devices import known
+from gemmgen.base.shape import Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.records.store import load_file
+from gemmgen.runtime.library import KernelLibrary
+from gemmgen.runtime.predict import Fitted, counts
+from gemmgen.runtime.staging import copied_ld, stage_plan
+
+H100 = known("h100")
+BW = H100.mem_gbs * 1e6 * 0.7
+NN = preset("tf32x3-wgmma")                # cp.async kernel, NN
+TMA = preset("tf32x3-tma")                 # NT only
+SIZES = (512, 1024, 2048, 4096, 8192)
+
+
+def synthetic(cfg, shape, u):
+    a, b, _, _ = counts(cfg, shape, H100.sm_count)
+    return u * a + 0.01 * b
+
+
+STEP_NT = 0.004 * (176 / 128) * (32 / 64)   # the NN kernel's time per step for the TMA tile's work
+
+
+def fits(tma_speed: float):
+    """An NN kernel and an NT TMA kernel ``tma_speed`` times as fast per K step, each timed on cubes."""
+    nn = Fitted.fit(NN, {Shape(n, n, n): synthetic(NN, Shape(n, n, n), 0.004) for n in SIZES}, H100)
+    nt = Fitted.fit(TMA, {Shape(n, n, n, "NT"): synthetic(TMA, Shape(n, n, n, "NT"), STEP_NT / tma_speed)
+                          for n in SIZES}, H100)
+    return lambda layout: {"NN": [nn], "NT": [nt]}.get(layout, [])
+
+
+def test_copied_leading_dimensions_round_up():
+    assert copied_ld("A", "N", 100, 7, 4097, 4) == 4100 and copied_ld("A", "T", 4097, 7, 64, 4) == 4100
+    assert copied_ld("B", "N", 100, 33, 8, 4) == 36 and copied_ld("B", "T", 100, 33, 4097, 4) == 4100
+
+
+def test_a_much_faster_kernel_of_another_layout_is_reached_by_transposing_b():
+    fits_for = fits(tma_speed=1.4)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096, BW)
+    assert (copy_a, copy_b, fit.config.layout) == (False, True, "NT")
+
+
+def test_no_layout_change_where_the_copy_eats_the_gain():
+    copy_a, copy_b, fit = stage_plan(fits(1.04), 4096, 4096, 4096, "NN", 4096, 4096, 4096, BW)
+    assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # 4% < MARGIN plus the copy
+    copy_a, copy_b, fit = stage_plan(fits(1.4), 64, 64, 64, "NN", 64, 64, 64, BW)
+    assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # far under MIN_PACK_MS
+
+
+def test_no_layout_change_on_extrapolation_alone():
+    """The NT kernel is measured on cubes only: a shape far from all of them keeps its own layout."""
+    copy_a, copy_b, fit = stage_plan(fits(1.4), 64, 65536, 2048, "NN", 2048, 65536, 65536, BW)
+    assert fit.config.layout == "NN" and not (copy_a or copy_b)
+
+
+def test_shipped_h100_results_serve_large_nn_through_the_tma_kernel_and_small_ones_as_they_are():
+    path = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3.json"
+    r = load_file(path)
+    lib = KernelLibrary(H100, r.entries, 0, False, r.timings)
+    fits_for = lambda layout: lib.candidates("fp32", layout)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096, BW)
+    assert fit.config.tma and fit.config.layout == "NT" and (copy_a, copy_b) == (False, True)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "TT", 4096, 4096, 4096, BW)
+    assert fit.config.tma and (copy_a, copy_b) == (True, False)
+    copy_a, copy_b, fit = stage_plan(fits_for, 1000, 1000, 1000, "NN", 1000, 1000, 1000, BW)
+    assert fit.config.layout == "NN" and not (copy_a or copy_b)
