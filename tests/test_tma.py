@@ -62,7 +62,6 @@ BROKEN = {
     "layout-tn": (dict(layout="TN"), "TMA_LAYOUT", "layout TN"),
     "pad-a": (dict(pad_a=8), "TMA_DEFAULTS", "pad_a"),
     "pad-b": (dict(pad_b=8), "TMA_DEFAULTS", "pad_b"),
-    "split-k": (dict(split_k=2), "TMA_DEFAULTS", "split_k"),
     "async-copy": (dict(async_copy=True), "TMA_DEFAULTS", "async_copy"),
     "min-blocks": (dict(min_blocks=2), "TMA_DEFAULTS", "min_blocks"),
     "vec4": (dict(vec=4), "TMA_DEFAULTS", "vec = 4"),
@@ -86,10 +85,16 @@ def test_each_rule_names_what_is_wrong(case):
     assert all(name in COMMON or name.startswith("TMA_") for name, _ in found), found
 
 
+def test_split_k_is_a_tma_parameter():
+    """K slices of whole stages, atomics or a workspace: valid on the TMA kernels like on the others."""
+    for reduce in ("atomic", "workspace"):
+        assert _rules(F16.replace(split_k=4, reduce=reduce)) == []
+
+
 def test_single_breaks_give_single_violations():
     """One wrong parameter of the valid config is one violation, not a cascade."""
     for change, rule in ((dict(BK=32), "TMA_TILE"), (dict(layout="NN"), "TMA_LAYOUT"),
-                         (dict(pad_a=8), "TMA_DEFAULTS"), (dict(split_k=2), "TMA_DEFAULTS"),
+                         (dict(pad_a=8), "TMA_DEFAULTS"), (dict(min_blocks=2), "TMA_DEFAULTS"),
                          (dict(partials=True), "TMA_REGISTERS"), (dict(stages=8), "TMA_SHARED_MEMORY")):
         assert _rules(F16.replace(**change)) == [rule], change
 

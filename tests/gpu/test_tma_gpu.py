@@ -101,6 +101,25 @@ def test_gate_passes(hopper, name, shape):
     assert errors["err_fp64"] <= BOUND64[cfg.partials], errors
 
 
+# 3xTF32 with split-K: K slices of whole BK steps, the last one (or several, for K = 8) short or empty;
+# atomics add alpha * each slice into C pre-scaled by beta, a workspace sums the slices in order.
+X3 = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=128, BK=32, WM=64, WN=128,
+                  vec=4, swz_a=8, swz_b=8, stages=4, raster=8)
+SPLITS = {
+    "x3-128x128-k4a": X3.replace(split_k=4),
+    "x3-128x128-k8w": X3.replace(split_k=8, reduce="workspace"),
+    "x3-128x32-k4a": X3.replace(BN=32, WN=32, stages=6, split_k=4),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES + ["128x4096x4100", "33x100x1000"])
+@pytest.mark.parametrize("name", SPLITS)
+def test_split_k_gate_passes(hopper, name, shape):
+    s = Shape.parse(shape, "NT")
+    errors = hopper.check(SPLITS[name], s, seed=len(shape))   # raises WrongResult past the gate's bound
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_padded_rows(hopper, name):
     """Leading dimensions past the rows (lda = K + 8 and others), their padding random: the tensor maps
