@@ -18,8 +18,7 @@ from gemmgen.kernel.rules import common as common_rules
 from gemmgen.measure import tensormap
 from gemmgen.measure.launch import LoadedKernel, Operands
 
-F16 = KernelConfig(family="wmma", dtype="f16", layout="NT", mma="wgmma", tma=True, BM=128, BN=256, BK=64,
-                   WM=64, WN=256, vec=8, swz_a=8, swz_b=8, stages=4, partials=False, raster=8)
+F16 = preset("f16-tma").replace(label="")   # 128x256x64, 4 stages, accumulating on the tensor cores
 CONFIGS = {
     "f16-128x256-direct": F16,
     "bf16-128x256-direct": F16.replace(dtype="bf16"),

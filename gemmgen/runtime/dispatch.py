@@ -149,29 +149,29 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     guess alone lost to cuBLAS on small skinny shapes (74x480x8760 TT: 0.33x), where a copy costs as
     much as the product, while on large ones (4638x11305x1362 NN, copies 2% of the product) the
     unaligned kernel ran 1.23x cuBLAS where aligned neighbours run 1.5x."""
+    return pack_choice(fits, M, N, K, layout, lda, ldb, ldc, bandwidth, align, elem, rows_aligned)[:3]
+
+
+def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int,
+                bandwidth: float, align: int = 4, elem: int = 4,
+                rows_aligned: bool = True) -> tuple[bool, bool, Fitted | None, float | None]:
+    """:func:`pack_plan`'s answer and its predicted ms (the kernel plus the copies; None with no kernel)."""
     as_is = best(fits, M, N, K, layout, lda, ldb, ldc, None if rows_aligned else False)
     want = Shape(M, N, K, layout)
-    if as_is is None or (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS:
-        return False, False, as_is[1] if as_is else None
+    if as_is is None:
+        return False, False, None, None
+    keep = (False, False, as_is[1], as_is[0])
+    if (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS:
+        return keep
     pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
     lda2, ldb2 = (_up(lda, align) if pack_a else lda), (_up(ldb, align) if pack_b else ldb)
     copy_ms = _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
     packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
     if packed is None or not (as_is[1].measured_near(want, False) or copy_ms <= CHEAP_PACK * packed[0]):
-        return False, False, as_is[1]
+        return keep
     if packed[0] + copy_ms < as_is[0]:
-        return pack_a, pack_b, packed[1]
-    return False, False, as_is[1]
-
-
-def pack_time(fits: Sequence[Fitted], want: Shape, lda: int, ldb: int, ldc: int, pack_a: bool, pack_b: bool,
-              bandwidth: float, align: int = 4, elem: int = 4, rows_aligned: bool = True) -> float | None:
-    """Predicted ms of a plan :func:`pack_plan` returned: its kernel on the operands as copied (or as
-    they are), plus the copies; None where no kernel accepts the request."""
-    lda2, ldb2 = (_up(lda, align) if pack_a else lda), (_up(ldb, align) if pack_b else ldb)
-    pointers_aligned = rows_aligned or (pack_a and pack_b)   # copies start 16-byte aligned
-    found = best(fits, want.M, want.N, want.K, want.layout, lda2, ldb2, ldc, None if pointers_aligned else False)
-    return None if found is None else found[0] + _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
+        return pack_a, pack_b, packed[1], packed[0] + copy_ms
+    return keep
 
 
 def _up(ld: int, align: int) -> int:

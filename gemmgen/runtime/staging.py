@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..base.shape import Shape
-from .dispatch import LAYOUTS, MIN_PACK_MS, best, pack_plan, pack_time
+from .dispatch import LAYOUTS, MIN_PACK_MS, best, pack_choice
 from .predict import LAUNCH_MS, Fitted
 
 MARGIN = 0.05      # a layout change must win by this share: a second copy kernel and its host time
@@ -43,13 +43,9 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
     """(copy A, copy B, candidate): the kernel to run and which operands to copy first into the layout it
     reads (``candidate.config.layout``; where that is the request's, copies only align rows). ``fits_for``
     gives the competing time models of a layout (the library's candidates)."""
-    pack_a, pack_b, fit = pack_plan(fits_for(layout), M, N, K, layout, lda, ldb, ldc, bandwidth, align, elem,
-                                    rows_aligned)
-    if fit is None or elem != 4:
-        return pack_a, pack_b, fit
-    want = Shape(M, N, K, layout)
-    own = pack_time(fits_for(layout), want, lda, ldb, ldc, pack_a, pack_b, bandwidth, align, elem, rows_aligned)
-    if own is None or own < MIN_PACK_MS:
+    pack_a, pack_b, fit, own = pack_choice(fits_for(layout), M, N, K, layout, lda, ldb, ldc, bandwidth, align,
+                                           elem, rows_aligned)
+    if fit is None or elem != 4 or own < MIN_PACK_MS:
         return pack_a, pack_b, fit
     choice, least = (pack_a, pack_b, fit), own * (1.0 - MARGIN)
     for other in LAYOUTS:

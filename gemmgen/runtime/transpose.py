@@ -18,19 +18,22 @@ SOURCE = r"""
 extern "C" __global__ void gg_transpose(const float* __restrict__ src, int rows, int cols, long long lds,
                                         float* __restrict__ dst, long long ldd) {
     __shared__ float tile[32][33];
-    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32, tx = threadIdx.x;
-    for (int i = threadIdx.y; i < 32; i += 8) {   // rows r0.. of src, coalesced along the row
-        const int r = r0 + i, c = c0 + tx;
-        if (r < rows && c < cols) tile[i][tx] = src[(long long)r * lds + c];
-    }
-    __syncthreads();
-    for (int i = threadIdx.y; i < 32; i += 8) {   // rows c0.. of dst (columns of src), coalesced too
-        const int c = c0 + i, r = r0 + tx;
-        if (c < cols && r < rows) dst[(long long)c * ldd + r] = tile[tx][i];
+    const int c0 = blockIdx.x * 32, tx = threadIdx.x;
+    for (int r0 = blockIdx.y * 32; r0 < rows; r0 += gridDim.y * 32) {   // gridDim.y is capped: stride
+        for (int i = threadIdx.y; i < 32; i += 8) {   // rows r0.. of src, coalesced along the row
+            const int r = r0 + i, c = c0 + tx;
+            if (r < rows && c < cols) tile[i][tx] = src[(long long)r * lds + c];
+        }
+        __syncthreads();
+        for (int i = threadIdx.y; i < 32; i += 8) {   // rows c0.. of dst (columns of src), coalesced too
+            const int c = c0 + i, r = r0 + tx;
+            if (c < cols && r < rows) dst[(long long)c * ldd + r] = tile[tx][i];
+        }
+        __syncthreads();                              // the tile is read before the next one lands
     }
 }
 """
-MAX_TILES_Y = 65535   # gridDim.y: the stored rows over 32
+MAX_TILES_Y = 65535   # gridDim.y's limit; more stored rows than 32 x this are strided over
 _KERNEL: list = []
 
 
@@ -54,12 +57,10 @@ def staged(x, have: str, want: str, align: int):
         raise ValueError(f"a transposing copy takes float32 operands, not {x.dtype}")
     src = x if have == "N" else x.T               # the stored matrix: rows contiguous
     rows, cols = src.shape
-    if -(-rows // 32) > MAX_TILES_Y:
-        raise ValueError(f"{rows} stored rows exceed a transposing copy's {32 * MAX_TILES_Y}")
     ld = -(-rows // align) * align
     out = cupy.empty((cols, ld), dtype=cupy.float32)
     lds = src.strides[0] // 4
-    _kernel()((-(-cols // 32), -(-rows // 32)), (32, 8),
+    _kernel()((-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y)), (32, 8),
               (src, cupy.int32(rows), cupy.int32(cols), cupy.int64(lds), out, cupy.int64(ld)))
     view = out[:, :rows]                          # the stored copy: x in `want` with contiguous rows
     return (view if want == "N" else view.T), ld

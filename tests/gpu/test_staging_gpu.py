@@ -32,6 +32,19 @@ def test_staged_copy_holds_the_same_matrix_in_the_wanted_layout(rows, cols, have
     assert contiguous and (y.strides[0] if want == "N" else y.strides[1]) == 4 * ld
 
 
+def test_staged_copy_strides_over_rows_past_the_grid(monkeypatch):
+    """More stored rows than gridDim.y's limit allows tiles for (here capped at 2 tiles of 32): each
+    block steps over the rest, and the copy is still exact."""
+    import cupy as cp
+
+    from gemmgen.runtime import transpose
+
+    monkeypatch.setattr(transpose, "MAX_TILES_Y", 2)
+    x = cp.asarray(np.random.default_rng(5).uniform(-1, 1, (1000, 37)).astype(np.float32))
+    y, ld = staged(x, "N", "T", 4)
+    assert bool((y == x).all()) and ld == 1000
+
+
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
 def test_matmul_through_an_nt_kernel_and_transposed_copies(session, monkeypatch, layout):
     import cupy as cp

@@ -8,14 +8,13 @@ from __future__ import annotations
 import pytest
 
 from gemmgen.base import Rejected, Shape
-from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.presets import preset
 from gemmgen.measure.gate import rel_error
 from gemmgen.measure.launch import Operands
 
 pytestmark = pytest.mark.gpu
 
-F16 = KernelConfig(family="wmma", dtype="f16", layout="NT", mma="wgmma", tma=True, BM=128, BN=256, BK=64,
-                   WM=64, WN=256, vec=8, swz_a=8, swz_b=8, stages=4, partials=False, raster=8)
+F16 = preset("f16-tma").replace(label="")   # 128x256x64, 4 stages, accumulating on the tensor cores
 CONFIGS = {
     "f16-128x256-direct": F16,
     "bf16-128x256-direct": F16.replace(dtype="bf16"),
@@ -103,8 +102,7 @@ def test_gate_passes(hopper, name, shape):
 
 # 3xTF32 with split-K: K slices of whole BK steps, the last one (or several, for K = 8) short or empty;
 # atomics add alpha * each slice into C pre-scaled by beta, a workspace sums the slices in order.
-X3 = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=128, BK=32, WM=64, WN=128,
-                  vec=4, swz_a=8, swz_b=8, stages=4, raster=8)
+X3 = preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, label="")
 SPLITS = {
     "x3-128x128-k4a": X3.replace(split_k=4),
     "x3-128x128-k8w": X3.replace(split_k=8, reduce="workspace"),
