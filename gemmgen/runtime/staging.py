@@ -12,7 +12,8 @@ Two kinds of copy can pay (both predicted from the same time models as the kerne
 A layout change is taken where the predicted kernel time in the other layout plus the copies beats the
 best plan in the request's own layout by MARGIN, the copies cost at least MIN_PACK_MS of kernel time to
 matter (tiny products never copy), and the other layout's prediction rests on aligned measurements
-near the shape (never on the model's extrapolation alone).
+near the shape, or is a TMA kernel's where the own layout's rests on none either (the TMA fits
+extrapolate well: measured/predicted 1.01-1.06 off the grid).
 """
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
     if fit is None or elem != 4 or own < MIN_PACK_MS:
         return pack_a, pack_b, fit
     choice, least = (pack_a, pack_b, fit), own * (1.0 - MARGIN)
+    # The other layout's prediction must rest on measurements near the shape. A TMA kernel's may be its
+    # fit's extrapolation where the request's own is one too: the TMA fits predict within 1-6% on shapes
+    # off the grid (docs/PERFORMANCE.md, session 9), the cp.async kernels' within -30%..+30%.
+    own_near = fit.measured_near(Shape(M, N, K), True)
     for other in LAYOUTS:
         if other == layout:
             continue
@@ -58,7 +63,8 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
         lda2 = copied_ld("A", other[0], M, N, K, align) if copy_a else lda
         ldb2 = copied_ld("B", other[1], M, N, K, align) if copy_b else ldb
         found = best(fits_for(other), M, N, K, other, lda2, ldb2, ldc, True)
-        if found is None or not found[1].measured_near(Shape(M, N, K), True):
+        if found is None or ((own_near or not found[1].config.tma)
+                             and not found[1].measured_near(Shape(M, N, K), True)):
             continue
         copies = (copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0))
         total = found[0] + copies * 2 * elem / bandwidth + (copy_a + copy_b) * LAUNCH_MS
