@@ -61,11 +61,7 @@ BROKEN = {
     "layout-tn": (dict(layout="TN"), "TMA_LAYOUT", "layout TN"),
     "pad-a": (dict(pad_a=8), "TMA_DEFAULTS", "pad_a"),
     "pad-b": (dict(pad_b=8), "TMA_DEFAULTS", "pad_b"),
-    "async-copy-f16": (dict(async_copy=True), "TMA_CP_ASYNC", "3xTF32 kernel"),
-    "async-copy-bn-24": (dict(family="tf32x3", dtype="f32", BK=32, vec=4, BN=24, WN=24, partials=True, async_copy=True),
-                         "TMA_CP_ASYNC", "BN = 24"),
-    "async-copy-3-consumers": (dict(family="tf32x3", dtype="f32", BK=32, vec=4, BM=192, BN=64, WN=64, partials=True,
-                                    async_copy=True), "TMA_CP_ASYNC", "3 consumers"),
+    "async-copy": (dict(async_copy=True), "TMA_DEFAULTS", "async_copy"),
     "min-blocks": (dict(min_blocks=2), "TMA_DEFAULTS", "min_blocks"),
     "vec4": (dict(vec=4), "TMA_DEFAULTS", "vec = 4"),
     "no-swizzle": (dict(swz_a=1), "TMA_DEFAULTS", "swz_a = 1"),
@@ -253,19 +249,3 @@ def test_compiles_for_sm_90a_without_spills(name):
     # setmaxnreg ignored (C7508) or wgmma serialized would each cost the design its point
     bad = [line for line in report.log.splitlines() if re.search(r"serializ|C7508|setmaxnreg", line, re.I)]
     assert not bad, bad
-
-
-def test_ws_kernels_take_every_layout_and_alignment():
-    """The cp.async producer (async_copy) lifts the TMA kernels' layout and 16-byte-row limits; the
-    name says which producer it is."""
-    from gemmgen.kernel.presets import preset
-
-    ws = preset("tf32x3-ws")
-    for layout in ("NN", "NT", "TN", "TT"):
-        c = ws.replace(layout=layout)
-        assert _explain(c) == [], layout
-        assert c.accepts(777, 1234, 521, lda=1237, ldb=1237, aligned=False) is None   # odd rows, any start
-        assert c.name.endswith("_wg_ws") and not c.tensor_maps
-    tma = preset("tf32x3-tma")
-    assert tma.tensor_maps and tma.name.endswith("_wg_tma")
-    assert "lda % 4 == 0" in tma.accepts(777, 1234, 521)

@@ -111,7 +111,6 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.consumers = c.BM // c.WM
     g.mi = c.WM // 64
     g.transform = c.family == "tf32x3"       # producer warps 1..3 split each stage (TF32: the copy engine rounds)
-    g.cp = c.async_copy                      # the producer copies with cp.async (every layout) instead of TMA
     g.tma_type = "CU_TENSOR_MAP_DATA_TYPE_" + TMA_TYPES[c.tma_type]
     g.partials = tma_partials(c)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers)

@@ -17,7 +17,7 @@ from __future__ import annotations
 def needs_aligned_pointers(c) -> bool:
     """Whether the kernel reads A and B from 16-byte aligned first elements without checking them
     (TMA descriptors, the fast path's vector loads)."""
-    return c.tensor_maps or (c.family != "naive" and c.bounds != "checked")
+    return c.tma or (c.family != "naive" and c.bounds != "checked")
 
 
 def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
@@ -36,9 +36,9 @@ def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None =
     if short:
         return short
     if not aligned and needs_aligned_pointers(c):
-        return (f"{'TMA' if c.tensor_maps else 'fast path'} reads A and B from 16-byte aligned addresses; "
+        return (f"{'TMA' if c.tma else 'fast path'} reads A and B from 16-byte aligned addresses; "
                 "these operands start elsewhere")
-    if c.tensor_maps:   # the copy engine reads rows that start 16 bytes apart (edges read as zeros)
+    if c.tma:   # the copy engine reads rows that start 16 bytes apart (edges read as zeros)
         per = 16 // c.elem_bytes
         return next((f"TMA needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
                      for name in ("lda", "ldb") if lds[name] % per), None)

@@ -80,10 +80,8 @@ class KernelConfig:
     min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
     dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
     mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
-    tma: bool = False             # wgmma only: warp-specialized, a producer warpgroup filling mbarrier
-                                  # stages beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2);
-                                  # its copies are TMA's, or cp.async's with async_copy (any layout, any
-                                  # alignment: the "ws" kernels)
+    tma: bool = False             # wgmma only: TMA loads into mbarrier stages, a producer warpgroup
+                                  # beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2)
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
                                   # cores, as cuBLAS does: faster, and the truncation error grows with K)
@@ -130,12 +128,6 @@ class KernelConfig:
         if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
             return (self.BM // self.WM) * 128 + 128
         return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
-
-    @property
-    def tensor_maps(self) -> bool:
-        """The kernel reads A and B through TMA descriptors (tma without async_copy): K-major operands
-        (layout NT) with 16-byte aligned rows, passed as two CUtensorMap parameters."""
-        return self.tma and not self.async_copy
 
     @property
     def tensor_core(self) -> bool:

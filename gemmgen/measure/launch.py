@@ -80,7 +80,7 @@ class LoadedKernel:
         self._scale = self.functions[f"{config.name}_scale"].ptr if config.split_atomic else 0
         self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
         self._block, self._smem, self._grids = config.block(), config.smem_bytes, {}
-        self._tma, self._maps = config.tensor_maps, {}
+        self._tma, self._maps = config.tma, {}
         self._local = threading.local()
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out

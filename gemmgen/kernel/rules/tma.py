@@ -1,7 +1,6 @@
 """Rules of the warp-specialized TMA variant of the wgmma kernels (``mma="wgmma"``, ``tma=True``).
 
-A producer warpgroup copies tiles of A and B with TMA (or, with ``async_copy``, with cp.async from
-any layout and alignment) into mbarrier stages; BM/WM consumer
+A producer warpgroup copies tiles of A and B with TMA into mbarrier stages; BM/WM consumer
 warpgroups multiply them with wgmma reading both operands from shared memory, each WM rows by all
 BN columns. These configs answer only to the rules every family obeys (:mod:`.common`) and to these:
 the other families' tile, copy and register rules describe kernels this one is not.
@@ -14,9 +13,6 @@ the other families' tile, copy and register rules describe kernels this one is n
 []
 >>> [v.rule for v in explain(cfg.replace(BN=192, stages=3, layout="NN"), "sm_90")]
 ['TMA_LAYOUT', 'TMA_TILE']
->>> explain(cfg.replace(family="tf32x3", dtype="f32", BN=176, WN=176, BK=32, vec=4, stages=3, partials=True,
-...                     layout="TN", async_copy=True), "sm_90")
-[]
 """
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ from .tiled import shared_memory
 RULES = RuleSet()
 FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
 # Parameters of the cp.async kernels that a TMA kernel has not: the copy engine moves whole boxes.
-UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced",
+UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "async_copy",
           "pad_a", "pad_b", "min_blocks")
 MAX_CONSUMERS = 3
 
@@ -66,27 +62,10 @@ def _defaults(c, d):
 
 @_tma("TMA_LAYOUT")
 def _layout(c, d):
-    if c.tensor_maps and c.layout != "NT":
+    if c.layout != "NT":
         return (f"layout {c.layout}: the TMA kernels read K-major tiles of both operands (A row-major, "
-                "B stored N x K), layout NT; async_copy = true copies any layout with cp.async")
+                "B stored N x K), layout NT")
     return None
-
-
-@_tma("TMA_CP_ASYNC")
-def _cp_async(c, d):
-    """The cp.async producer (async_copy = true): fp32 3xTF32 only, tiles in 16-row steps of its copies,
-    and the producer's 40 registers (at most 2 consumers)."""
-    if not c.async_copy:
-        return None
-    out = []
-    if c.family != "tf32x3":
-        out.append(f"async_copy = true (the cp.async producer) is a 3xTF32 kernel; the {c.family} family "
-                   "takes the TMA producer (async_copy = false, layout NT)")
-    if c.BM % 16 or c.BN % 16:
-        out.append(f"BM = {c.BM}, BN = {c.BN}: the cp.async producer copies 16 rows at a time; use multiples of 16")
-    if c.BM // max(c.WM, 1) > 2:
-        out.append(f"{c.BM // c.WM} consumers leave the cp.async producer 24 registers; it needs 40 (at most 2 consumers)")
-    return "; ".join(out) or None
 
 
 @_tma("TMA_TILE")
