@@ -121,6 +121,15 @@ def overlaps(a, b) -> bool:
     return s1 < e2 and s2 < e1
 
 
+def aligned_ld(n: int, align: int) -> int:
+    """A leading dimension for rows of ``n`` elements: n rounded up to a multiple of ``align``.
+
+    >>> aligned_ld(4097, 4), aligned_ld(8, 4)
+    (4100, 8)
+    """
+    return -(-n // align) * align
+
+
 def packed(x, layout: str, align: int):
     """A copy of matrix ``x`` (stored in ``layout``: 'N' rows contiguous, 'T' columns contiguous) whose
     leading dimension is a multiple of ``align`` elements and whose first element is 256-byte aligned,
@@ -137,7 +146,7 @@ def packed(x, layout: str, align: int):
 
     stored = x if layout == "N" else x.T          # the stored matrix: its rows are contiguous
     rows, cols = stored.shape
-    ld = -(-cols // align) * align
+    ld = aligned_ld(cols, align)
     out = cupy.empty((rows, ld), dtype=stored.dtype)[:, :cols]
     out[...] = stored
     return out if layout == "N" else out.T

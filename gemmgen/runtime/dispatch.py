@@ -32,6 +32,7 @@ from ..base.shape import Shape
 from ..kernel.rules import explain
 from ..records.entry import Entry
 from ..records.timings import KernelTimes
+from .arrays import aligned_ld
 from .predict import LAUNCH_MS, Fitted, aligned
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -164,7 +165,7 @@ def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda
     if (rows_aligned and aligned(want, lda, ldb)) or as_is[0] < MIN_PACK_MS:
         return keep
     pack_a, pack_b = (not rows_aligned) or lda % align != 0, (not rows_aligned) or ldb % align != 0
-    lda2, ldb2 = (_up(lda, align) if pack_a else lda), (_up(ldb, align) if pack_b else ldb)
+    lda2, ldb2 = (aligned_ld(lda, align) if pack_a else lda), (aligned_ld(ldb, align) if pack_b else ldb)
     copy_ms = _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
     packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
     if packed is None or not (as_is[1].measured_near(want, False) or copy_ms <= CHEAP_PACK * packed[0]):
@@ -172,10 +173,6 @@ def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda
     if packed[0] + copy_ms < as_is[0]:
         return pack_a, pack_b, packed[1], packed[0] + copy_ms
     return keep
-
-
-def _up(ld: int, align: int) -> int:
-    return -(-ld // align) * align
 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:

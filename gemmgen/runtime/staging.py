@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ..base.shape import Shape
+from .arrays import aligned_ld
 from .dispatch import LAYOUTS, MIN_PACK_MS, best, pack_choice
 from .predict import LAUNCH_MS, Fitted
 
@@ -35,7 +36,7 @@ def copied_ld(operand: str, letter: str, M: int, N: int, K: int, align: int) -> 
     (4100, 4100, 8)
     """
     n = {("A", "N"): K, ("A", "T"): M, ("B", "N"): N, ("B", "T"): K}[operand, letter]
-    return -(-n // align) * align
+    return aligned_ld(n, align)
 
 
 def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: int, layout: str, lda: int,
@@ -52,7 +53,8 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
     # The other layout's prediction must rest on measurements near the shape. A TMA kernel's may be its
     # fit's extrapolation where the request's own is one too: the TMA fits predict within 1-6% on shapes
     # off the grid (docs/PERFORMANCE.md, session 9), the cp.async kernels' within -30%..+30%.
-    own_near = fit.measured_near(Shape(M, N, K), True)
+    here = Shape(M, N, K)
+    own_near = fit.measured_near(here, True)
     for other in LAYOUTS:
         if other == layout:
             continue
@@ -64,7 +66,7 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
         ldb2 = copied_ld("B", other[1], M, N, K, align) if copy_b else ldb
         found = best(fits_for(other), M, N, K, other, lda2, ldb2, ldc, True)
         if found is None or ((own_near or not found[1].config.tma)
-                             and not found[1].measured_near(Shape(M, N, K), True)):
+                             and not found[1].measured_near(here, True)):
             continue
         copies = (copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0))
         total = found[0] + copies * 2 * elem / bandwidth + (copy_a + copy_b) * LAUNCH_MS

@@ -12,7 +12,7 @@ so the column reads hit 32 banks), read and written with coalesced rows, edges c
 """
 from __future__ import annotations
 
-from .arrays import packed
+from .arrays import aligned_ld, packed
 
 SOURCE = r"""
 extern "C" __global__ void gg_transpose(const float* __restrict__ src, int rows, int cols, long long lds,
@@ -52,12 +52,12 @@ def staged(x, have: str, want: str, align: int):
     import cupy
 
     if have == want:   # packed() rounds the stored rows up to `align` (one row or many)
-        return packed(x, have, align), -(-(x.shape[1] if have == "N" else x.shape[0]) // align) * align
+        return packed(x, have, align), aligned_ld(x.shape[1] if have == "N" else x.shape[0], align)
     if x.dtype != cupy.float32:
         raise ValueError(f"a transposing copy takes float32 operands, not {x.dtype}")
     src = x if have == "N" else x.T               # the stored matrix: rows contiguous
     rows, cols = src.shape
-    ld = -(-rows // align) * align
+    ld = aligned_ld(rows, align)
     out = cupy.empty((cols, ld), dtype=cupy.float32)
     lds = src.strides[0] // 4
     _kernel()((-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y)), (32, 8),
