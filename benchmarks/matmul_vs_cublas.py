@@ -54,6 +54,12 @@ def random_shapes(count: int, seed: int, grid: set) -> list[tuple[int, int, int,
     return out
 
 
+def tuned_keys(shapes_file: Path | None = None) -> set:
+    """MxNxK/LAYOUT of every shape in the tuning grids (search/grid-*.json) and the benchmark set."""
+    keys = {k for f in (HERE.parent / "search").glob("grid-*.json") for k in json.loads(f.read_text())["shapes"]}
+    return keys | {f"{M}x{N}x{K}/{L}" for M, N, K, L in load_shapes(shapes_file or HERE / "shapes.toml")}
+
+
 def operands(M: int, N: int, K: int, layout: str, seed: int):
     """Random A (M x K) and B (K x N) in the layout, as views of their stored arrays, and their stores."""
     import cupy
@@ -134,8 +140,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = ap.parse_args(argv)
     if args.random:
-        grid = {k for f in (HERE.parent / "search").glob("grid-*.json") for k in json.loads(f.read_text())["shapes"]}
-        shapes = random_shapes(args.random, args.seed, grid | {f"{M}x{N}x{K}/{L}" for M, N, K, L in load_shapes(args.shapes)})
+        shapes = random_shapes(args.random, args.seed, tuned_keys(args.shapes))
     else:
         shapes = [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import geomean, load_shapes, parse_shape, random_shapes  # noqa: E402
+from matmul_vs_cublas import geomean, parse_shape, random_shapes, tuned_keys  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -37,9 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     if args.random:
-        grid = {k for f in (HERE.parent / "search").glob("grid-*.json") for k in json.loads(f.read_text())["shapes"]}
-        grid |= {f"{M}x{N}x{K}/{L}" for M, N, K, L in load_shapes(HERE / "shapes.toml")}
-        shapes = random_shapes(args.random, args.seed, grid)
+        shapes = random_shapes(args.random, args.seed, tuned_keys())
     else:
         shapes = [parse_shape(s) for s in args.shape]
 

@@ -54,6 +54,27 @@ def test_no_layout_change_where_the_copy_eats_the_gain():
     assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # far under MIN_PACK_MS
 
 
+def test_mid_size_requests_change_layout_only_for_deep_k_and_cheap_copies():
+    """Between MIN_PACK_MS and SMALL_PACK_MS of predicted time, a layout change must also feed K of at
+    least MIN_STAGE_K and cost at most COPY_SHARE of the kernel it feeds (dispatch.small_copy_ok)."""
+    assert stage_plan(fits(1.4), 1536, 1536, 1024, "NN", 1024, 1536, 1536, BW)[:2] == (False, True)  # 0.15 ms own
+    assert stage_plan(fits(1.4), 4096, 4096, 64, "NN", 64, 4096, 4096, BW)[:2] == (False, False)   # K = 64 < 96
+    # 256x4096x2048: own 0.14 ms, the TMA kernel 0.045 ms, B's copy 0.039 ms: 85% of the kernel's time
+    assert stage_plan(fits(5.0), 256, 4096, 2048, "NN", 2048, 4096, 4096, BW)[:2] == (False, False)
+    assert stage_plan(fits(5.0), 128, 4096, 4096, "NN", 4096, 4096, 4096, BW)[:2] == (False, True)  # 0.27 ms own
+
+
+def test_unaligned_rows_are_copied_where_the_copy_beats_even_the_aligned_prediction():
+    """4096x4096x1023 NT: the rows as they are run no faster than the cp.async kernel's aligned
+    prediction (0.59 ms); aligned copies (0.035 ms, more than CHEAP_PACK of the product) plus the TMA
+    kernel (0.44 ms) beat it, with no unaligned measurement anywhere near."""
+    cp = Fitted.fit(NN.replace(layout="NT"), {Shape(n, n, n, "NT"): synthetic(NN, Shape(n, n, n), 0.004)
+                                              for n in SIZES}, H100)
+    fits_for = lambda layout: {"NT": [cp, fits(1.4)("NT")[0]]}.get(layout, [])
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 1023, "NT", 1023, 1023, 4096, BW)
+    assert (copy_a, copy_b, fit.config.tma) == (True, True, True)
+
+
 FAR = (32768, 512, 512, "NN", 512, 512, 512, BW)   # far from every cube either kernel was timed on; B is small
 
 

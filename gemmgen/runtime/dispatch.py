@@ -37,8 +37,12 @@ from .predict import LAUNCH_MS, Fitted, aligned
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
-MIN_PACK_MS = 0.2  # copies cost two launches and their host time (~10 us each through CuPy): below this,
-                   # copying lost on every small shape tried on the H100 (358x123x4396 TT: 1.03x -> 0.36x)
+MIN_PACK_MS = 0.08   # below this predicted time a request never copies: copies cost launches and host time
+                     # (15-40 us a copy through CuPy) that the GPU no longer hides (358x123x4396 TT: 1.03x -> 0.36x)
+SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/B of 51 plans on the H100, session 10)
+COPY_SHARE = 0.4     # ... cost at most this share of the kernel they feed
+MIN_STAGE_K = 96     # ... and feed at least three 32-deep K steps: with fewer, the kernels' per-tile fixed cost
+                     # dominates and their fits mispredict (2240x7425x68 NT TMA: 143 us run, 80 predicted)
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 
 
@@ -146,7 +150,9 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     and the kernel to run then. Copying pays where the best predicted time on aligned rows plus the
     copies (read and write each operand once, ``bandwidth`` bytes/ms, one launch each) beats the best
     predicted time on the rows as they are, and either that prediction rests on unaligned shapes measured
-    nearby or the copies cost at most CHEAP_PACK of the product: on the H100, copying on the UNALIGNED
+    nearby, or the copied plan beats even the as-is kernels' aligned predictions (a lower bound on their
+    time: 4-byte loads never run faster than 16-byte ones), or the copies cost at most CHEAP_PACK of the
+    product: on the H100, copying on the UNALIGNED
     guess alone lost to cuBLAS on small skinny shapes (74x480x8760 TT: 0.33x), where a copy costs as
     much as the product, while on large ones (4638x11305x1362 NN, copies 2% of the product) the
     unaligned kernel ran 1.23x cuBLAS where aligned neighbours run 1.5x."""
@@ -168,11 +174,35 @@ def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda
     lda2, ldb2 = (aligned_ld(lda, align) if pack_a else lda), (aligned_ld(ldb, align) if pack_b else ldb)
     copy_ms = _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
     packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
-    if packed is None or not (as_is[1].measured_near(want, False) or copy_ms <= CHEAP_PACK * packed[0]):
+    if packed is None or not small_copy_ok(as_is[0], copy_ms, packed[0], K):
+        return keep
+    # The rows as they are run no faster than aligned rows would: the best aligned prediction among the
+    # kernels that accept them bounds the as-is time from below, with no UNALIGNED guess in it.
+    floor = best(fits, M, N, K, layout, lda, ldb, ldc, True)
+    sure = floor is not None and packed[0] + copy_ms < floor[0]
+    if not (sure or as_is[1].measured_near(want, False) or copy_ms <= CHEAP_PACK * packed[0]):
         return keep
     if packed[0] + copy_ms < as_is[0]:
         return pack_a, pack_b, packed[1], packed[0] + copy_ms
     return keep
+
+
+def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int) -> bool:
+    """Whether copies predicted to take ``copy_ms`` before a kernel predicted at ``kernel_ms`` may replace
+    a plan predicted at ``own_ms``: always at SMALL_PACK_MS and above; below it (down to MIN_PACK_MS, under
+    which nothing copies) only where the copies cost at most COPY_SHARE of that kernel and K is at least
+    MIN_STAGE_K. On the H100 (51 random plans that the lower threshold changed, session 10), copying into
+    the TMA kernel's layout won up to 1.36x on mid-size shapes (6106x1624x264 TT: 1.03x -> 1.41x cuBLAS)
+    and lost up to 3x where the copies outweighed the product or K was a few steps deep.
+
+    >>> small_copy_ok(0.15, 0.01, 0.10, 347), small_copy_ok(0.15, 0.05, 0.10, 347), small_copy_ok(0.15, 0.01, 0.10, 68)
+    (True, False, False)
+    >>> small_copy_ok(0.05, 0.001, 0.03, 4096), small_copy_ok(0.30, 0.2, 0.05, 16)
+    (False, True)
+    """
+    if own_ms < MIN_PACK_MS:
+        return False
+    return own_ms >= SMALL_PACK_MS or (copy_ms <= COPY_SHARE * kernel_ms and K >= MIN_STAGE_K)
 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:

@@ -1,0 +1,112 @@
+"""A/B of a dispatch constant: gemmgen.matmul with the constant at value A and at value B, and cuBLAS
+SGEMM, timed interleaved in one process on the same operands (L2 flushed before each run).
+
+    python benchmarks/ab_plans.py --knob MIN_PACK_MS=0.2,0.08 --random 24 --seed 1 --seed 2 --only-changed
+    python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,1.0 --shape 11786x58x246/NN --json out.json
+
+The constant is one of gemmgen.runtime.dispatch's or .staging's module constants (MIN_PACK_MS,
+SMALL_PACK_MS, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE). Two libraries are loaded; each
+plans every shape under its value, and matmul runs the library of the side being timed. Prints per
+shape both ratios to cuBLAS and both plans; --only-changed skips shapes whose two plans are the same.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from matmul_vs_cublas import geomean, operands, parse_shape, random_shapes, rel_error, tuned_keys  # noqa: E402
+
+
+def plan_name(plan) -> str:
+    kernel, copy_a, copy_b = plan
+    return kernel.config.name + (f" copies {'A' * copy_a}{'B' * copy_b}" if copy_a or copy_b else "")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--knob", required=True, metavar="NAME=A,B", help="the constant and its two values")
+    ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]")
+    ap.add_argument("--random", type=int, metavar="N", help="N random untuned shapes per --seed")
+    ap.add_argument("--seed", type=int, action="append", default=[], help="seeds of --random (repeatable)")
+    ap.add_argument("--only-changed", action="store_true", help="time only shapes whose plans differ")
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--json", metavar="FILE")
+    args = ap.parse_args(argv)
+    name, _, values = args.knob.partition("=")
+    try:
+        value_a, value_b = (float(v) for v in values.split(","))
+    except ValueError:
+        ap.error(f"--knob {args.knob!r}: give NAME=A,B with two numbers, e.g. MIN_PACK_MS=0.2,0.08")
+    shapes = [parse_shape(s) for s in args.shape]
+    for seed in args.seed if args.random else []:
+        shapes += random_shapes(args.random, seed, tuned_keys())
+
+    import cupy
+
+    import gemmgen
+    import gemmgen.runtime.staging as staging
+    from gemmgen.base import Shape
+    from gemmgen.base.devices import detect
+    from gemmgen.measure.problem import cublas_call
+    from gemmgen.measure.timing import L2Flusher, bench_interleaved
+    from gemmgen.runtime import library
+
+    modules = [m for m in (sys.modules["gemmgen.runtime.dispatch"], staging) if hasattr(m, name)]
+    if not modules:
+        ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch or .staging")
+    kind = type(getattr(modules[0], name))
+
+    def set_knob(value: float) -> None:
+        for m in modules:
+            setattr(m, name, kind(value))
+
+    libs = gemmgen.load(), gemmgen.load()
+    key = (cupy.cuda.Device().id, False)
+    spec = detect(key[0])
+    rows = []
+    for M, N, K, L in shapes:
+        A, B, a_store, b_store = operands(M, N, K, L, 0)
+        lda, ldb = A.strides[0 if L[0] == "N" else 1] // 4, B.strides[0 if L[1] == "N" else 1] // 4
+        plans = []
+        for lib, value in zip(libs, (value_a, value_b)):
+            set_knob(value)
+            plans.append(plan_name(lib.plan_for(M, N, K, L, lda, ldb, N)))
+        if args.only_changed and plans[0] == plans[1]:
+            continue
+        outs = [cupy.full((M, N), cupy.nan, dtype=cupy.float32) for _ in range(3)]
+
+        def side(lib, out):
+            def run():
+                library._LIBRARIES[key] = lib     # matmul runs this side's library (and its plans)
+                gemmgen.matmul(A, B, out=out)
+            return run
+
+        runs = [side(libs[0], outs[0]), side(libs[1], outs[1]), cublas_call("fp32", Shape(M, N, K, L), a_store, b_store, outs[2])]
+        for run in runs:
+            run()
+        ref = cupy.matmul(A.astype(cupy.float64), B.astype(cupy.float64))
+        errs = [rel_error(c, ref) for c in outs]
+        del ref
+        t_a, t_b, t_cb = bench_interleaved(runs, L2Flusher(spec.l2_bytes), rep_ms=args.rep_ms)
+        r = {"shape": f"{M}x{N}x{K}", "layout": L, "a_ratio": t_cb.median / t_a.median,
+             "b_ratio": t_cb.median / t_b.median, "a_ms": t_a.median, "b_ms": t_b.median,
+             "cublas_ms": t_cb.median, "a_plan": plans[0], "b_plan": plans[1],
+             "err_a": errs[0], "err_b": errs[1], "err_cublas": errs[2]}
+        rows.append(r)
+        print(f"{r['shape']:>16} {L} A {r['a_ratio']:.2f}x B {r['b_ratio']:.2f}x  {plans[0]} | {plans[1]}", flush=True)
+    if rows:
+        print(f"geomean over {len(rows)} shapes: A ({name}={value_a:g}) {geomean(r['a_ratio'] for r in rows):.3f}x, "
+              f"B ({name}={value_b:g}) {geomean(r['b_ratio'] for r in rows):.3f}x cuBLAS")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "knob": args.knob, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
