@@ -226,6 +226,18 @@ def test_renders_the_tma_pipeline(name):
     assert ("wgmma_wait<1>();" in src) == (not cfg.partials)
 
 
+def test_epilogue_stages_c_in_the_drained_stages_where_it_fits():
+    """Each consumer's WM x BN tile of C goes through shared memory (then row-wise coalesced stores) where
+    the consumers' tiles fit in the stages; else the fragments go straight to C."""
+    staged = emit(preset("tf32x3-tma"), "sm_90")             # 2 x 64 x 200 floats in 3 stages and small parts
+    assert "constexpr int C_LD = 200;" in staged and 'bar.sync 1, %0;" :: "r"(CONSUMERS * 128)' in staged
+    assert "float4* const p = reinterpret_cast<float4*>(out + (long long)m * ldo + n);" in staged
+    tight = preset("tf32-tma").replace(stages=2)             # 2 x 64 x 264 floats > 2 stages of 384 x 32
+    direct = emit(tight, "sm_90")
+    assert "C_LD" not in direct and "bar.sync" not in direct
+    assert "float2* const p = reinterpret_cast<float2*>(row + n);" in direct
+
+
 def test_rendering_validates_first():
     with pytest.raises(InvalidConfig, match="TMA_LAYOUT"):
         emit(F16.replace(layout="NN"), "sm_90")

@@ -114,6 +114,12 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.tma_type = "CU_TENSOR_MAP_DATA_TYPE_" + TMA_TYPES[c.tma_type]
     g.partials = tma_partials(c)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers)
+    # The epilogue stages each consumer's WM x BN tile of C in the drained stages (a row stride of 8 banks
+    # mod 32, so a half-warp's 8-byte fragment writes hit 32 banks), then stores rows with consecutive
+    # lanes; where the consumers' tiles do not fit there, fragments go straight to C.
+    g.c_ld = c.BN + (8 - c.BN % 32) % 32
+    region = c.smem_per_stage * c.stages + g.transform * c.stages * c.BN * c.BK * 4
+    g.c_stage = g.consumers * c.WM * g.c_ld * 4 <= region
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:
