@@ -2,6 +2,7 @@
 
     ncu --clock-control none -k regex:'gg_|gemm' python benchmarks/profile_once.py v13 4096
     ncu ... python benchmarks/profile_once.py tf32x3-tma 4096 NT     (a preset or a config's JSON file, a layout)
+    ncu ... python benchmarks/profile_once.py cfg.json 2240x7425x68 NT   (N for N^3, or MxNxK)
 
 cuBLAS runs in the config's own mode (SGEMM for the fp32-accurate families, TF32 mode for tf32).
 """
@@ -43,7 +44,8 @@ def sass_mix(cubin: bytes, name: str) -> str:
 
 
 def main() -> int:
-    label, n = sys.argv[1], int(sys.argv[2])
+    label, size = sys.argv[1], sys.argv[2]
+    M, N, K = (int(x) for x in size.split("x")) if "x" in size else (int(size),) * 3
     layout = sys.argv[3] if len(sys.argv) > 3 else "NN"
     if label.endswith(".json"):
         with open(label) as fh:
@@ -54,8 +56,8 @@ def main() -> int:
     binary = compile_source(render(cfg, "sm_90"), "sm_90")
     print(sass_mix(binary.cubin, cfg.name), flush=True)
     k = LoadedKernel(cfg, binary)
-    prob = Problem(Shape(n, n, n, layout), dtype=cfg.dtype)
-    out = cp.empty((n, n), cp.float32)
+    prob = Problem(Shape(M, N, K, layout), dtype=cfg.dtype)
+    out = cp.empty((M, N), cp.float32)
     k.launch(prob.operands())
     prob.cublas(out=out, mode=mode_of(cfg))
     cp.cuda.Device().synchronize()
