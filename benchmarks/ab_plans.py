@@ -1,12 +1,13 @@
-"""A/B of a dispatch constant: gemmgen.matmul with the constant at value A and at value B, and cuBLAS
+"""A/B of dispatch constants: gemmgen.matmul with the constants at values A and at values B, and cuBLAS
 SGEMM, timed interleaved in one process on the same operands (L2 flushed before each run).
 
     python benchmarks/ab_plans.py --knob MIN_PACK_MS=0.2,0.08 --random 24 --seed 1 --seed 2 --only-changed
     python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,1.0 --shape 11786x58x246/NN --json out.json
+    python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,0.8 --knob MIN_STAGE_K=96,64 --random 24 --seed 3
 
-The constant is one of gemmgen.runtime.dispatch's or .staging's module constants (MIN_PACK_MS,
-SMALL_PACK_MS, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE). Two libraries are loaded; each
-plans every shape under its value, and matmul runs the library of the side being timed. Prints per
+Each constant is one of gemmgen.runtime.dispatch's or .staging's module constants (MIN_PACK_MS,
+SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE). Two libraries
+are loaded; each plans every shape under its side's values, and matmul runs the library of the side being timed. Prints per
 shape both ratios to cuBLAS and both plans; --only-changed skips shapes whose two plans are the same.
 """
 from __future__ import annotations
@@ -30,7 +31,8 @@ def plan_name(plan) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--knob", required=True, metavar="NAME=A,B", help="the constant and its two values")
+    ap.add_argument("--knob", required=True, action="append", metavar="NAME=A,B",
+                    help="a constant and its two values (repeatable)")
     ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]")
     ap.add_argument("--random", type=int, metavar="N", help="N random untuned shapes per --seed")
     ap.add_argument("--seed", type=int, action="append", default=[], help="seeds of --random (repeatable)")
@@ -38,11 +40,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
-    name, _, values = args.knob.partition("=")
-    try:
-        value_a, value_b = (float(v) for v in values.split(","))
-    except ValueError:
-        ap.error(f"--knob {args.knob!r}: give NAME=A,B with two numbers, e.g. MIN_PACK_MS=0.2,0.08")
+    knobs = {}
+    for knob in args.knob:
+        name, _, values = knob.partition("=")
+        try:
+            knobs[name] = tuple(float(v) for v in values.split(","))
+            assert len(knobs[name]) == 2
+        except (ValueError, AssertionError):
+            ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. MIN_PACK_MS=0.2,0.08")
     shapes = [parse_shape(s) for s in args.shape]
     for seed in args.seed if args.random else []:
         shapes += random_shapes(args.random, seed, tuned_keys())
@@ -57,14 +62,16 @@ def main(argv=None) -> int:
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
     from gemmgen.runtime import library
 
-    modules = [m for m in (sys.modules["gemmgen.runtime.dispatch"], staging) if hasattr(m, name)]
-    if not modules:
-        ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch or .staging")
-    kind = type(getattr(modules[0], name))
+    owners = {}
+    for name in knobs:
+        owners[name] = [m for m in (sys.modules["gemmgen.runtime.dispatch"], staging) if hasattr(m, name)]
+        if not owners[name]:
+            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch or .staging")
 
-    def set_knob(value: float) -> None:
-        for m in modules:
-            setattr(m, name, kind(value))
+    def set_side(side: int) -> None:
+        for name, values in knobs.items():
+            for m in owners[name]:
+                setattr(m, name, type(getattr(m, name))(values[side]))
 
     libs = gemmgen.load(), gemmgen.load()
     key = (cupy.cuda.Device().id, False)
@@ -74,8 +81,8 @@ def main(argv=None) -> int:
         A, B, a_store, b_store = operands(M, N, K, L, 0)
         lda, ldb = A.strides[0 if L[0] == "N" else 1] // 4, B.strides[0 if L[1] == "N" else 1] // 4
         plans = []
-        for lib, value in zip(libs, (value_a, value_b)):
-            set_knob(value)
+        for side, lib in enumerate(libs):
+            set_side(side)
             plans.append(plan_name(lib.plan_for(M, N, K, L, lda, ldb, N)))
         if args.only_changed and plans[0] == plans[1]:
             continue
@@ -101,10 +108,11 @@ def main(argv=None) -> int:
         rows.append(r)
         print(f"{r['shape']:>16} {L} A {r['a_ratio']:.2f}x B {r['b_ratio']:.2f}x  {plans[0]} | {plans[1]}", flush=True)
     if rows:
-        print(f"geomean over {len(rows)} shapes: A ({name}={value_a:g}) {geomean(r['a_ratio'] for r in rows):.3f}x, "
-              f"B ({name}={value_b:g}) {geomean(r['b_ratio'] for r in rows):.3f}x cuBLAS")
+        side = lambda i: " ".join(f"{n}={v[i]:g}" for n, v in knobs.items())
+        print(f"geomean over {len(rows)} shapes: A ({side(0)}) {geomean(r['a_ratio'] for r in rows):.3f}x, "
+              f"B ({side(1)}) {geomean(r['b_ratio'] for r in rows):.3f}x cuBLAS")
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "knob": args.knob, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "knobs": knobs, "rows": rows}, indent=1))
     return 0
 
 
