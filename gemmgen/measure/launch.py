@@ -18,23 +18,23 @@ from .tensormap import TmaMap, encode
 _SMEM_DEFAULT_LIMIT = 48 * 1024
 
 
-def _struct(name: str, fields: str) -> type:
-    """A ctypes struct of kernel parameters "M:i N:i alpha:f A:p ..." (int, float, pointer)."""
-    kinds = {"i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p}
+def param_struct(name: str, fields: str) -> type:
+    """A ctypes struct of kernel parameters "M:i N:i alpha:f A:p lda:q ..." (int, float, pointer, long long)."""
+    kinds = {"i": ctypes.c_int, "f": ctypes.c_float, "p": ctypes.c_void_p, "q": ctypes.c_longlong}
     return type(name, (ctypes.Structure,), {"_fields_": [(f.split(":")[0], kinds[f.split(":")[1]])
                                                          for f in fields.split()]})
 
 
 # The signatures of templates/common.cuh.j2: the GEMM kernel, and the scale (atomic split-K) and
 # reduce (workspace split-K) kernels around it.
-_MAIN = _struct("_Main", "M:i N:i K:i alpha:f A:p lda:i B:p ldb:i beta:f C:p ldc:i W:p")
-_SCALE = _struct("_Scale", "M:i N:i beta:f C:p ldc:i")
-_REDUCE = _struct("_Reduce", "M:i N:i alpha:f beta:f C:p ldc:i W:p")
+_MAIN = param_struct("_Main", "M:i N:i K:i alpha:f A:p lda:i B:p ldb:i beta:f C:p ldc:i W:p")
+_SCALE = param_struct("_Scale", "M:i N:i beta:f C:p ldc:i")
+_REDUCE = param_struct("_Reduce", "M:i N:i alpha:f beta:f C:p ldc:i W:p")
 # The TMA kernels (tma = true) take the tensor maps of A and B after the common parameters.
 _MAIN_TMA = type("_MainTma", (ctypes.Structure,), {"_fields_": _MAIN._fields_ + [("tmA", TmaMap), ("tmB", TmaMap)]})
 
 
-class _ParamBuffer:
+class ParamBuffer:
     """A parameter struct and the void* array cuLaunchKernel reads (one pointer per parameter)."""
 
     def __init__(self, struct: type):
@@ -172,7 +172,7 @@ class LoadedKernel:
             bufs = self._local.bufs = {}
         buf = bufs.get(which)
         if buf is None:
-            buf = bufs[which] = _ParamBuffer(struct)
+            buf = bufs[which] = ParamBuffer(struct)
         return buf.params
 
     def _run(self, function: int, grid: tuple, block: tuple, smem: int, stream, which: str) -> None:
