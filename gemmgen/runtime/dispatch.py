@@ -38,7 +38,7 @@ from .predict import LAUNCH_MS, Fitted, aligned
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
 MIN_PACK_MS = 0.08   # below this predicted time a request never copies: copies cost launches and host time
-                     # (15-40 us a copy through CuPy) that the GPU no longer hides (358x123x4396 TT: 1.03x -> 0.36x)
+                     # (~15 us of host time a copy) that the GPU no longer hides (358x123x4396 TT: 1.03x -> 0.36x)
 SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on the H100, session 10):
 SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%),
 COPY_SHARE = 0.8     # ... cost at most this share of the kernel they feed,
