@@ -7,8 +7,9 @@ SGEMM, timed interleaved in one process on the same operands (L2 flushed before 
 
 Each constant is one of gemmgen.runtime.dispatch's or .staging's module constants (MIN_PACK_MS,
 SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE). Two libraries
-are loaded; each plans every shape under its side's values, and matmul runs the library of the side being timed. Prints per
-shape both ratios to cuBLAS and both plans; --only-changed skips shapes whose two plans are the same.
+are loaded; each plans every shape under its side's values, and matmul runs the library of the side
+being timed. Prints per shape both ratios to cuBLAS and both plans; --only-changed skips shapes whose
+two plans are the same.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import geomean, operands, parse_shape, random_shapes, rel_error, tuned_keys  # noqa: E402
+from matmul_vs_cublas import (geomean, leading_dims, operands, parse_shape, random_shapes,  # noqa: E402
+                              rel_error, tuned_keys)
 
 
 def plan_name(plan) -> str:
@@ -45,8 +47,9 @@ def main(argv=None) -> int:
         name, _, values = knob.partition("=")
         try:
             knobs[name] = tuple(float(v) for v in values.split(","))
-            assert len(knobs[name]) == 2
-        except (ValueError, AssertionError):
+        except ValueError:
+            knobs[name] = ()
+        if len(knobs[name]) != 2:
             ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. MIN_PACK_MS=0.2,0.08")
     shapes = [parse_shape(s) for s in args.shape]
     for seed in args.seed if args.random else []:
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
     rows = []
     for M, N, K, L in shapes:
         A, B, a_store, b_store = operands(M, N, K, L, 0)
-        lda, ldb = A.strides[0 if L[0] == "N" else 1] // 4, B.strides[0 if L[1] == "N" else 1] // 4
+        lda, ldb = leading_dims(A, B, L)
         plans = []
         for side, lib in enumerate(libs):
             set_side(side)

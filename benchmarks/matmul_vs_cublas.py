@@ -73,6 +73,11 @@ def operands(M: int, N: int, K: int, layout: str, seed: int):
     return A, B, a_store, b_store
 
 
+def leading_dims(A, B, layout: str) -> tuple[int, int]:
+    """lda, ldb of the operand views ``operands`` returns: their stored rows' lengths in elements."""
+    return A.strides[0 if layout[0] == "N" else 1] // 4, B.strides[0 if layout[1] == "N" else 1] // 4
+
+
 def rel_error(c, ref) -> float:
     import cupy
 
@@ -101,8 +106,7 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     del ref
     spec = detect(cupy.cuda.Device().id)
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
-    kernel, copy_a, copy_b = gemmgen.load().plan_for(M, N, K, layout, A.strides[0 if layout[0] == "N" else 1] // 4,
-                                                     B.strides[0 if layout[1] == "N" else 1] // 4, N, family=family)
+    kernel, copy_a, copy_b = gemmgen.load().plan_for(M, N, K, layout, *leading_dims(A, B, layout), N, family=family)
     flops = 2.0 * M * N * K
     return {"shape": f"{M}x{N}x{K}", "layout": layout, "gemmgen_tflops": flops / t_gg.median / 1e9,
             "cublas_tflops": flops / t_cb.median / 1e9, "ratio": t_cb.median / t_gg.median,

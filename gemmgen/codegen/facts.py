@@ -118,8 +118,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # mod 32, so a half-warp's 8-byte fragment writes hit 32 banks), then stores rows with consecutive
     # lanes; where the consumers' tiles do not fit there, fragments go straight to C.
     g.c_ld = c.BN + (8 - c.BN % 32) % 32
-    region = c.smem_per_stage * c.stages + g.transform * c.stages * c.BN * c.BK * 4
-    g.c_stage = g.consumers * c.WM * g.c_ld * 4 <= region
+    g.c_stage = g.consumers * c.WM * g.c_ld * 4 <= c.tma_tile_bytes
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:

@@ -218,13 +218,19 @@ class KernelConfig:
         return self.elem_bytes * (ra * ca + rb * cb)
 
     @property
+    def tma_tile_bytes(self) -> int:
+        """A TMA kernel's tiles in shared memory: the stages (3xTF32: and the small parts of B beside
+        them); its mbarriers follow, and its epilogue reuses the tiles once they are drained."""
+        split = self.family == "tf32x3"
+        return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4)
+
+    @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
         one 16x16 fp32 tile per warp, so it is at least that."""
         pipeline = self.smem_per_stage * self.stages
-        if self.tma:   # the stages (3xTF32: and the small parts of B), then 2 or 3 mbarriers per stage
-            split = self.family == "tf32x3"
-            return pipeline + self.stages * (split * self.BN * self.BK * 4 + (24 if split else 16))
+        if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's)
+            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16)
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
             return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed)
         if self.family in HALF:

@@ -45,6 +45,19 @@ class ParamBuffer:
         self.argv_ptr = ctypes.addressof(self.argv)
 
 
+def thread_buffer(local: threading.local, which: str, struct: type) -> ParamBuffer:
+    """This thread's parameter buffer ``which`` of ``struct``, kept in ``local`` (made on first use). The
+    driver copies the parameters at launch, so a buffer is refilled right after; per thread, concurrent
+    callers do not share one."""
+    bufs = getattr(local, "bufs", None)
+    if bufs is None:
+        bufs = local.bufs = {}
+    buf = bufs.get(which)
+    if buf is None:
+        buf = bufs[which] = ParamBuffer(struct)
+    return buf
+
+
 @dataclass(frozen=True)
 class Operands:
     """Device pointers and leading dimensions of one GEMM call (C row-major): what a kernel launch
@@ -167,13 +180,7 @@ class LoadedKernel:
         return self.config.split_k * M * N if self.config.split_workspace else 0
 
     def _params(self, which: str, struct: type):
-        bufs = getattr(self._local, "bufs", None)
-        if bufs is None:
-            bufs = self._local.bufs = {}
-        buf = bufs.get(which)
-        if buf is None:
-            buf = bufs[which] = ParamBuffer(struct)
-        return buf.params
+        return thread_buffer(self._local, which, struct).params
 
     def _run(self, function: int, grid: tuple, block: tuple, smem: int, stream, which: str) -> None:
         from cupy.cuda import driver

@@ -12,8 +12,8 @@ Two kinds of copy can pay (both predicted from the same time models as the kerne
 A layout change is taken where the predicted kernel time in the other layout plus the copies beats the
 best plan in the request's own layout by MARGIN, the request is large enough for copies to pay
 (:func:`.dispatch.small_copy_ok`: tiny products never copy), and the other layout's prediction rests
-on aligned measurements near the shape, or is a TMA kernel's where the own layout's rests on none either (the TMA fits
-extrapolate well: measured/predicted 1.01-1.06 off the grid).
+on aligned measurements near the shape, or is a TMA kernel's where the own layout's rests on none
+either (the TMA fits extrapolate well: measured/predicted 1.01-1.06 off the grid).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from typing import Callable, Sequence
 
 from ..base.shape import Shape
 from .arrays import aligned_ld
-from .dispatch import LAYOUTS, MIN_PACK_MS, best, pack_choice, small_copy_ok
-from .predict import LAUNCH_MS, Fitted
+from .dispatch import LAYOUTS, MIN_PACK_MS, best, copy_time, pack_choice, small_copy_ok
+from .predict import Fitted
 
 MARGIN = 0.05      # a layout change must win by this share: a second copy kernel and its host time
 TRANSPOSE = 1.25   # a tiled transposing copy's time over a straight copy's of the same bytes
@@ -69,7 +69,7 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
                              and not found[1].measured_near(here, True)):
             continue
         copies = (copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0))
-        copy_ms = copies * 2 * elem / bandwidth + (copy_a + copy_b) * LAUNCH_MS
+        copy_ms = copy_time(copies, copy_a + copy_b, bandwidth, elem)
         total = found[0] + copy_ms
         if total < least and small_copy_ok(own, copy_ms, found[0], K, found[1].config.tma):
             choice, least = (copy_a, copy_b, found[1]), total

@@ -6,7 +6,7 @@ so the column reads hit 32 banks), read and written with coalesced rows, edges c
 copy into rows of an aligned length, element by element in row-major order.
 
 Both kernels are launched through cuLaunchKernel with a reused parameter buffer, as the GEMM kernels
-are (:class:`gemmgen.measure.launch.ParamBuffer`): CuPy's generic launch path costs ~20 us of host time
+are (:func:`gemmgen.measure.launch.thread_buffer`): CuPy's generic launch path costs ~20 us of host time
 a copy (a strided assignment ~26 us), this ~8 us with the allocation, and small products are bound by it.
 
 >>> import cupy                                                          # doctest: +GPU
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 
-from ..measure.launch import ParamBuffer, param_struct
+from ..measure.launch import param_struct, thread_buffer
 from .arrays import aligned_ld, packed
 
 SOURCE = r"""
@@ -69,8 +69,9 @@ def _function(name: str) -> int:
     key = (cupy.cuda.Device().id, name)
     ptr = _FUNCTIONS.get(key)
     if ptr is None:
-        module = _MODULES.setdefault(key[0], cupy.RawModule(code=SOURCE))
-        ptr = _FUNCTIONS[key] = module.get_function(name).kernel.ptr
+        if key[0] not in _MODULES:
+            _MODULES[key[0]] = cupy.RawModule(code=SOURCE)
+        ptr = _FUNCTIONS[key] = _MODULES[key[0]].get_function(name).kernel.ptr
     return ptr
 
 
@@ -79,9 +80,7 @@ def _launch(name: str, grid: tuple, block: tuple, src: int, rows: int, cols: int
     import cupy
     from cupy.cuda import driver
 
-    buf = getattr(_LOCAL, "buf", None)
-    if buf is None:
-        buf = _LOCAL.buf = ParamBuffer(_COPY)
+    buf = thread_buffer(_LOCAL, "copy", _COPY)
     p = buf.params
     p.src, p.rows, p.cols, p.lds, p.dst, p.ldd = src, rows, cols, lds, dst, ldd
     driver.launchKernel(_function(name), *grid, *block, 0, cupy.cuda.get_current_stream().ptr, buf.argv_ptr, 0)
