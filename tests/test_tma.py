@@ -238,6 +238,62 @@ def test_epilogue_stages_c_in_the_drained_stages_where_it_fits():
     assert "float2* const p = reinterpret_cast<float2*>(row + n);" in direct
 
 
+PERSISTENT = preset("tf32x3-tma").replace(stages=2, persistent=132, label="")   # 2 stages + C's 128 x 200 floats
+
+
+def test_persistent_grid_geometry_and_name():
+    """persistent = n: min(n, tiles) blocks, C's staging tile of its own in shared memory, a p<n> in the
+    name, and the key written only where set (older configs read back unchanged)."""
+    base = PERSISTENT.replace(persistent=0)
+    assert PERSISTENT.grid(4096, 4096, 4096) == (132, 1, 1) and PERSISTENT.grid(100, 100, 8) == (1, 1, 1)
+    assert base.grid(4096, 4096, 4096) == (32 * 24, 1, 1)
+    assert PERSISTENT.smem_bytes - base.smem_bytes == 128 * 200 * 4
+    assert "_p132_" in PERSISTENT.name and "_p" not in base.name.replace("_ap", "").replace("_bp", "")
+    assert "persistent" not in base.to_dict() and PERSISTENT.to_dict()["persistent"] == 132
+    assert KernelConfig.from_dict(PERSISTENT.to_dict()) == PERSISTENT
+    assert _explain(PERSISTENT) == []
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(persistent=-1), "persistent = -1"),
+    (dict(split_k=2), "split_k = 2"),
+])
+def test_persistent_rule(change, why):
+    found = dict(_explain(PERSISTENT.replace(**change)))
+    assert "PERSISTENT" in found and why in found["PERSISTENT"], found
+
+
+def test_persistent_is_for_tma_kernels_only():
+    found = dict(_explain(preset("tf32x3-wgmma").replace(persistent=4)))
+    assert "only the TMA kernels" in found["PERSISTENT"], found
+
+
+def test_persistent_staging_tile_counts_against_shared_memory():
+    found = dict(_explain(PERSISTENT.replace(stages=3)))   # 3 x 61440 + 102400 bytes > 232448
+    assert "C's 128x200 staging tile" in found["TMA_SHARED_MEMORY"], found
+
+
+def test_persistent_kernel_walks_tiles_and_stages_c_apart():
+    """The producer, the split warps and the consumers walk the same tiles (tile_origin of pid, a grid
+    apart), count stages over all of them (it), and C is staged in its own tile, not the stages."""
+    src = emit(PERSISTENT, "sm_90")
+    assert src.count("for (int pid = blockIdx.x; pid < ntiles; pid += gridDim.x)") == 3
+    assert src.count("tile_origin(pid, tiles_m, tiles_n, bm0, bn0);") == 3
+    assert "for (int kt = 0; kt < ktiles; ++kt, ++it)" in src and "mbar_wait(&empty[s], ((it / STAGES) - 1) & 1)" in src
+    assert "float* const cbuf = cstage + cw * WM * C_LD;" in src and "CONSUMERS * 128" not in src
+    plain = emit(PERSISTENT.replace(persistent=0), "sm_90")
+    assert "ntiles" not in plain and "++it" not in plain and "tile_origin" not in plain
+
+
+def test_c_rows_off_16_bytes_are_staged_shifted():
+    """Where C's rows are not 16-byte aligned, each row is staged shifted onto C's 16-byte chunks."""
+    src = emit(preset("tf32x3-tma"), "sm_90")
+    assert "constexpr int CHUNKS = BN / 4 + 1;" in src
+    assert "(int)((lead + (long long)(m0 + r) * ldo) & 3)" in src
+    split = emit(preset("tf32x3-tma").replace(split_k=2), "sm_90")
+    assert "CHUNKS" not in split and "atomicAdd" in split
+
+
 def test_rendering_validates_first():
     with pytest.raises(InvalidConfig, match="TMA_LAYOUT"):
         emit(F16.replace(layout="NN"), "sm_90")
@@ -248,9 +304,9 @@ def test_rendering_validates_first():
 # ---- nvcc -----------------------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
-@pytest.mark.parametrize("name", [*CONFIGS, "tf32x3-tma", "tf32-tma"])
+@pytest.mark.parametrize("name", [*CONFIGS, "tf32x3-tma", "tf32-tma", "persistent"])
 def test_compiles_for_sm_90a_without_spills(name):
-    cfg = CONFIGS[name] if name in CONFIGS else preset(name)
+    cfg = CONFIGS.get(name) or (PERSISTENT if name == "persistent" else preset(name))
     report = build.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
     assert report.arch == "sm_90a"
     res = report[cfg.name]

@@ -114,11 +114,11 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.tma_type = "CU_TENSOR_MAP_DATA_TYPE_" + TMA_TYPES[c.tma_type]
     g.partials = tma_partials(c)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers)
-    # The epilogue stages each consumer's WM x BN tile of C in the drained stages (a row stride of 8 banks
-    # mod 32, so a half-warp's 8-byte fragment writes hit 32 banks), then stores rows with consecutive
-    # lanes; where the consumers' tiles do not fit there, fragments go straight to C.
-    g.c_ld = c.BN + (8 - c.BN % 32) % 32
-    g.c_stage = g.consumers * c.WM * g.c_ld * 4 <= c.tma_tile_bytes
+    # The epilogue stages each consumer's WM x BN tile of C (persistent: in a region of its own; else in
+    # the drained stages), then stores rows with consecutive lanes; where the consumers' tiles do not fit
+    # in the stages, fragments go straight to C.
+    g.c_ld = c.c_ld
+    g.c_stage = bool(c.persistent) or c.BM * c.c_ld * 4 <= c.tma_tile_bytes
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:
@@ -145,7 +145,8 @@ def launch_lines(c: KernelConfig) -> list[str]:
     if c.family == "naive":
         g = "grid  = (ceil(N/{0}), ceil(M/{1}), 1)" if c.coalesced else "grid  = (ceil(M/{1}), ceil(N/{0}), 1)"
         return [g.format(c.BN, c.BM), f"block = {c.block()}", "dynamic shared memory = 0 bytes"]
-    lines = [f"grid  = (ceil(M/{c.BM}) * ceil(N/{c.BN}), 1, {c.split_k})",
+    tiles = f"ceil(M/{c.BM}) * ceil(N/{c.BN})"
+    lines = [f"grid  = (min({c.persistent}, {tiles}), 1, 1)" if c.persistent else f"grid  = ({tiles}, 1, {c.split_k})",
              f"block = ({c.threads}, 1, 1)",
              f"dynamic shared memory = {c.smem_bytes} bytes"
              + (" (needs cudaFuncAttributeMaxDynamicSharedMemorySize)" if c.smem_bytes > 48 * 1024 else "")]

@@ -82,6 +82,7 @@ class KernelConfig:
     mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
     tma: bool = False             # wgmma only: TMA loads into mbarrier stages, a producer warpgroup
                                   # beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2)
+    persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
                                   # cores, as cuBLAS does: faster, and the truncation error grows with K)
@@ -94,8 +95,11 @@ class KernelConfig:
         return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary of every parameter (label included)."""
-        return dataclasses.asdict(self)
+        """Plain JSON-ready dictionary of every parameter (label included; persistent only where set)."""
+        out = dataclasses.asdict(self)
+        if not self.persistent:
+            del out["persistent"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":
@@ -149,14 +153,12 @@ class KernelConfig:
 
     @property
     def tma_type(self) -> str:
-        """The element type a TMA kernel's descriptors name: the input dtype, except "tf32" for the TF32
-        family, whose copy engine rounds each fp32 to TF32 on its way into shared memory."""
+        """The element type of a TMA kernel's descriptors: the dtype, or "tf32" (the copy engine rounds)."""
         return "tf32" if self.family == "tf32" else self.dtype
 
     @property
     def global_layout_smem(self) -> bool:
-        """Shared tiles keep the global layout (tensor-core and half families), so every cp.async
-        moves 16 contiguous bytes; simt may transpose A (a_kmajor)."""
+        """Shared tiles keep the global layout (tensor-core and half families; simt may transpose A)."""
         return self.tensor_core or self.family in HALF
 
     @property
@@ -219,10 +221,17 @@ class KernelConfig:
 
     @property
     def tma_tile_bytes(self) -> int:
-        """A TMA kernel's tiles in shared memory: the stages (3xTF32: and the small parts of B beside
-        them); its mbarriers follow, and its epilogue reuses the tiles once they are drained."""
+        """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
+        tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
         split = self.family == "tf32x3"
-        return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4)
+        c_tile = self.BM * self.c_ld * 4 if self.persistent else 0
+        return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4) + c_tile
+
+    @property
+    def c_ld(self) -> int:
+        """Row stride of a TMA kernel's staged C: 8 banks mod 32 (8-byte writes hit 32 banks), >= BN + 4."""
+        pad = (8 - self.BN % 32) % 32
+        return self.BN + (pad if pad >= 4 else pad + 32)
 
     @property
     def smem_bytes(self) -> int:
@@ -265,6 +274,8 @@ class KernelConfig:
         tm, tn = self.tiles(M, N)
         if self.family == "naive":
             return (tn, tm, 1) if self.coalesced else (tm, tn, 1)
+        if self.persistent:
+            return (min(self.persistent, tm * tn), 1, 1)
         return (tm * tn, 1, self.split_k)
 
     def block(self) -> tuple[int, int, int]:
@@ -274,8 +285,7 @@ class KernelConfig:
         return (self.threads, 1, 1)
 
     def arithmetic_intensity(self) -> float:
-        """Seed 001's block-tile intensity in FLOP per byte of global traffic: 2*BM*BN*BK FLOP per
-        (BM+BN)*BK elements, i.e. BM*BN / (2*(BM+BN)) for fp32 and BM*BN / (BM+BN) for halves."""
+        """Seed 001's block-tile intensity, FLOP per byte: 2*BM*BN*BK FLOP per (BM+BN)*BK elements."""
         return 2.0 * self.BM * self.BN / (self.elem_bytes * (self.BM + self.BN))
 
     def k_per_slice(self, K: int) -> int:

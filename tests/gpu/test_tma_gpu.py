@@ -161,3 +161,61 @@ def test_rows_not_16_bytes_apart_are_refused(hopper, name):
     c = cupy.zeros((64, 64), dtype=cupy.float32)
     with pytest.raises(ValueError, match="leading dimension 68"):
         hopper.kernel(cfg).launch(Operands(64, 64, 64, a.data.ptr, 68, b.data.ptr, 64, c.data.ptr, 64))
+
+
+# A persistent grid (persistent = n): n blocks walk the tiles of C a grid apart, the producer filling
+# the ring for a block's next tile while its consumers store this one from a staging tile of their
+# own. Few blocks make each walk many tiles (the ring's phases run on across tiles); the f16 kernel
+# accumulates on the tensor cores, so its consumers hand the last stage of each tile back after it.
+PERSISTENT = {
+    "x3-176-s2-p3": preset("tf32x3-tma").replace(stages=2, persistent=3, label=""),
+    "x3-128-s3-p132": X3.replace(stages=3, persistent=132),
+    "x3-64x128-s4-p5": X3.replace(BM=64, persistent=5),
+    "f16-128x128-direct-p7": F16.replace(BN=128, WN=128, stages=2, persistent=7),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES + ["1000x1000x16", "2048x2048x32"])
+@pytest.mark.parametrize("name", PERSISTENT)
+def test_persistent_gate_passes(hopper, name, shape):
+    cfg = PERSISTENT[name]
+    s = Shape.parse(shape, "NT")
+    errors = hopper.check(cfg, s, seed=len(shape))   # raises WrongResult past the gate's bound
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6 if cfg.dtype == "f32" else 2e-5), errors
+
+
+@pytest.mark.parametrize("name", PERSISTENT)
+def test_persistent_padded_rows(hopper, name):
+    """Padded rows and an odd ldc (C's rows go out 4 bytes at a time) in a persistent grid."""
+    cfg = PERSISTENT[name]
+    bound = 2e-6 if cfg.dtype == "f32" else 2e-5
+    for shape, pad in (("777x1234x520", 8), ("333x301x88", 8)):   # ldc = 309: odd
+        errors = hopper.check(cfg, Shape.parse(shape, "NT"), seed=5, pad=pad)
+        assert errors["err_fp64"] <= min(errors["bound"], bound), (shape, errors)
+    if cfg.dtype != "f32":
+        assert _run_strided(hopper, cfg, 333, 300, 88, 96, 104, 301, 8) <= bound
+
+
+@pytest.mark.parametrize("name", ["x3-176-s2-p3", "x3-128-s3-p132", "tf32x3-tma"])
+@pytest.mark.parametrize("c_offset", [0, 1, 2, 3])
+def test_c_rows_off_16_byte_boundaries(hopper, name, c_offset):
+    """C's rows staged shifted onto C's 16-byte chunks: C starting 0..3 floats past a 16-byte boundary,
+    ldc = N + 5 (every row a different shift), alpha/beta both ways; C's padding is never written."""
+    import cupy
+
+    cfg = PERSISTENT.get(name) or preset(name).replace(label="")
+    M, N, K, ldc = 300, 517, 72, 522
+    rng = cupy.random.default_rng(c_offset)
+    a = rng.uniform(-1, 1, (M, K), dtype=cupy.float32)
+    b = rng.uniform(-1, 1, (N, K), dtype=cupy.float32)
+    buf = rng.uniform(-1, 1, (M * ldc + 8,), dtype=cupy.float32)
+    c_store = buf[c_offset:c_offset + M * ldc].reshape(M, ldc)
+    c0, buf0 = c_store.copy(), buf.copy()
+    ref = 0.5 * (a.astype(cupy.float64) @ b.T.astype(cupy.float64)) + 2.0 * c0[:, :N].astype(cupy.float64)
+    hopper.kernel(cfg).launch(Operands(M, N, K, a.data.ptr, K, b.data.ptr, K, c_store.data.ptr, ldc, 0.5, 2.0))
+    cupy.cuda.get_current_stream().synchronize()
+    assert rel_error(c_store[:, :N], ref) <= 2e-6
+    assert bool(cupy.array_equal(c_store[:, N:], c0[:, N:])), "C's padding was written"
+    outside = cupy.ones(buf.shape, dtype=bool)
+    outside[c_offset:c_offset + M * ldc] = False
+    assert bool(cupy.array_equal(buf[outside], buf0[outside])), "memory around C was written"

@@ -56,6 +56,19 @@ def _partials(c, d):
     return None
 
 
+@RULES.add("PERSISTENT")
+def _persistent(c, d):
+    if c.persistent < 0:
+        return f"persistent = {c.persistent}: 0 (a block per tile of C) or the blocks of a persistent grid, 1 or more"
+    if c.persistent and not c.tma:
+        return (f"persistent = {c.persistent}: only the TMA kernels (tma = true) walk tiles in a persistent "
+                "grid; leave it 0")
+    if c.persistent and c.split_k > 1:
+        return (f"persistent = {c.persistent} with split_k = {c.split_k}: a persistent grid walks whole tiles "
+                "of C; use split_k = 1 or persistent = 0")
+    return None
+
+
 @RULES.add("THREADS")
 def _threads(c, d):
     t = c.threads if min(c.BM, c.BN, c.WM, c.WN) > 0 else 0
