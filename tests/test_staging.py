@@ -58,7 +58,8 @@ def test_mid_size_requests_change_layout_only_into_tma_kernels_for_deep_k_and_ch
     """Between MIN_PACK_MS and SMALL_PACK_MS of predicted time, a layout change must also feed a TMA
     kernel, K of at least MIN_STAGE_K, and cost at most COPY_SHARE of that kernel (dispatch.small_copy_ok)."""
     assert stage_plan(fits(1.4), 1536, 1536, 1024, "NN", 1024, 1536, 1536, BW)[:2] == (False, True)  # 0.15 ms own
-    assert stage_plan(fits(1.4), 4096, 4096, 48, "NN", 48, 4096, 4096, BW)[:2] == (False, False)   # K = 48 < 64
+    assert stage_plan(fits(1.4), 4096, 4096, 48, "NN", 48, 4096, 4096, BW)[:2] == (False, True)    # K = 48 >= 16
+    assert stage_plan(fits(1.4), 4096, 4096, 12, "NN", 12, 4096, 4096, BW)[:2] == (False, False)   # K = 12 < 16
     # 256x4096x2048: own 0.14 ms, the TMA kernel 0.045 ms, B's copy 0.039 ms: 86% of the kernel's time
     assert stage_plan(fits(5.0), 256, 4096, 2048, "NN", 2048, 4096, 4096, BW)[:2] == (False, False)
     assert stage_plan(fits(5.0), 128, 4096, 4096, "NN", 4096, 4096, 4096, BW)[:2] == (False, True)  # 0.27 ms own

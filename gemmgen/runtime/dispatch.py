@@ -37,13 +37,14 @@ from .predict import LAUNCH_MS, Fitted, aligned
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
-MIN_PACK_MS = 0.08   # below this predicted time a request never copies: copies cost launches and host time
-                     # (~15 us of host time a copy) that the GPU no longer hides (358x123x4396 TT: 1.03x -> 0.36x)
-SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on the H100, session 10):
-SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%),
+MIN_PACK_MS = 0.05   # below this predicted time a request never copies: copies cost launches and host time
+                     # (~5 us a copy into the kept buffer of transpose.staged_pair) that the GPU no longer hides
+SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on the H100, sessions 10 and 12):
+SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%)
+                     # that is not split (split-K adds launches: 143x849x3291 NN 1.00x -> 0.80x),
 COPY_SHARE = 0.8     # ... cost at most this share of the kernel they feed,
-MIN_STAGE_K = 64     # ... and feed at least two 32-deep K steps: with fewer, the TMA kernels' per-tile fixed
-                     # cost dominates (3984x3183x40 TN: 0.73x -> 0.67x through a copy)
+MIN_STAGE_K = 16     # ... and feed at least half a 32-deep K step (the persistent TMA kernels overlap one
+                     # tile's stores with the next one's loads, so shallow K pays: 4687x9902x35 NN 0.69x -> 0.95x)
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 
 
@@ -175,7 +176,8 @@ def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda
     lda2, ldb2 = (aligned_ld(lda, align) if pack_a else lda), (aligned_ld(ldb, align) if pack_b else ldb)
     copy_ms = _copy_ms(want, lda2, ldb2, pack_a, pack_b, bandwidth, elem)
     packed = best(fits, M, N, K, layout, lda2, ldb2, ldc, True)
-    if packed is None or not small_copy_ok(as_is[0], copy_ms, packed[0], K, packed[1].config.tma):
+    if packed is None or not small_copy_ok(as_is[0], copy_ms, packed[0], K, packed[1].config.tma,
+                                            packed[1].config.split_k > 1):
         return keep
     # The rows as they are run no faster than aligned rows would: the best aligned prediction among the
     # kernels that accept them bounds the as-is time from below, with no UNALIGNED guess in it.
@@ -188,27 +190,30 @@ def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda
     return keep
 
 
-def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: bool) -> bool:
+def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: bool, split: bool = False) -> bool:
     """Whether copies predicted to take ``copy_ms`` before a kernel predicted at ``kernel_ms`` (a TMA
-    kernel or not) may replace a plan predicted at ``own_ms``: always at SMALL_PACK_MS and above; below it
-    (down to MIN_PACK_MS, under which nothing copies) only into a TMA kernel (SMALL_NEEDS_TMA), where the
-    copies cost at most COPY_SHARE of that kernel and K is at least MIN_STAGE_K. A/Bs on the H100 (session
-    10, benchmarks/ab_plans.py over 12 random seeds): copying into the TMA kernel's layout won up to 1.6x
-    on mid-size shapes (468x8958x654 NN: 0.94x -> 1.47x cuBLAS, 6106x1624x264 TT: 1.03x -> 1.41x); copies
-    into cp.async kernels lost 4 of 6 (174x2792x3814 NT: 0.97x -> 0.64x), and copies that outweighed the
-    product or fed one or two K steps lost.
+    kernel or not, split-K or not) may replace a plan predicted at ``own_ms``: always at SMALL_PACK_MS and
+    above; below it (down to MIN_PACK_MS, under which nothing copies) only into an unsplit TMA kernel
+    (SMALL_NEEDS_TMA), where the copies cost at most COPY_SHARE of that kernel and K is at least
+    MIN_STAGE_K. A/Bs on the H100 (benchmarks/ab_plans.py): in session 10 copying into the TMA kernel's
+    layout won up to 1.6x on mid-size shapes (468x8958x654 NN: 0.94x -> 1.47x cuBLAS, 6106x1624x264 TT:
+    1.03x -> 1.41x); copies into cp.async kernels lost 4 of 6 (174x2792x3814 NT: 0.97x -> 0.64x). In
+    session 12, with the copies' host time cut (transpose.staged_pair) and persistent TMA kernels, the
+    small shallow-K shapes won too (4687x9902x35 NN 0.69x -> 0.95x, 8602x387x179 TT 0.77x -> 0.96x).
 
     >>> small_copy_ok(0.15, 0.01, 0.10, 347, True), small_copy_ok(0.15, 0.01, 0.10, 347, False)
     (True, False)
-    >>> small_copy_ok(0.15, 0.09, 0.10, 347, True), small_copy_ok(0.15, 0.01, 0.10, 40, True)
+    >>> small_copy_ok(0.15, 0.09, 0.10, 347, True), small_copy_ok(0.15, 0.01, 0.10, 12, True)
     (False, False)
-    >>> small_copy_ok(0.05, 0.001, 0.03, 4096, True), small_copy_ok(0.30, 0.2, 0.05, 16, False)
+    >>> small_copy_ok(0.04, 0.001, 0.03, 4096, True), small_copy_ok(0.30, 0.2, 0.05, 16, False)
+    (False, True)
+    >>> small_copy_ok(0.15, 0.01, 0.10, 347, True, split=True), small_copy_ok(0.25, 0.01, 0.10, 347, True, split=True)
     (False, True)
     """
     if own_ms < MIN_PACK_MS:
         return False
-    return own_ms >= SMALL_PACK_MS or ((tma or not SMALL_NEEDS_TMA) and copy_ms <= COPY_SHARE * kernel_ms
-                                       and K >= MIN_STAGE_K)
+    return own_ms >= SMALL_PACK_MS or ((tma or not SMALL_NEEDS_TMA) and not split
+                                       and copy_ms <= COPY_SHARE * kernel_ms and K >= MIN_STAGE_K)
 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:

@@ -21,7 +21,7 @@ from ..measure.launch import Operands
 from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
 from .library import library_for
 from .precision import DTYPE_NAMES, check_family, resolve_precision
-from .transpose import staged
+from .transpose import staged, staged_pair
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
@@ -81,12 +81,18 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
         kernel, pack_a, pack_b = library_for(dev, strict).plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family,
                                                                    rows_aligned, a.itemsize)
+        pa, pb = a.data.ptr, b.data.ptr
         if pack_a or pack_b:   # copied into aligned rows, or the kernel's layout, where predicted to pay
             run = kernel.config.layout
             with contextlib.nullcontext() if stream is None else stream:
-                a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
-                b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
-        ops = Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, float(alpha), float(beta))
+                if a.itemsize == 4:   # float32: both into one kept buffer (see transpose.staged_pair)
+                    pa, lda, pb, ldb = staged_pair(a, la, lda, run[0] if pack_a else None,
+                                                   b, lb, ldb, run[1] if pack_b else None, 4)
+                else:
+                    a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
+                    b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
+                    pa, pb = a.data.ptr, b.data.ptr
+        ops = Operands(M, N, K, pa, lda, pb, ldb, c.data.ptr, ldc, float(alpha), float(beta))
         kernel(ops, stream)
     return out if out is not None else c
 

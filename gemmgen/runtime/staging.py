@@ -71,6 +71,7 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
         copies = (copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0))
         copy_ms = copy_time(copies, copy_a + copy_b, bandwidth, elem)
         total = found[0] + copy_ms
-        if total < least and small_copy_ok(own, copy_ms, found[0], K, found[1].config.tma):
+        if total < least and small_copy_ok(own, copy_ms, found[0], K, found[1].config.tma,
+                                                  found[1].config.split_k > 1):
             choice, least = (copy_a, copy_b, found[1]), total
     return choice

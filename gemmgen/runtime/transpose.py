@@ -7,7 +7,12 @@ copy into rows of an aligned length, element by element in row-major order.
 
 Both kernels are launched through cuLaunchKernel with a reused parameter buffer, as the GEMM kernels
 are (:func:`gemmgen.measure.launch.thread_buffer`): CuPy's generic launch path costs ~20 us of host time
-a copy (a strided assignment ~26 us), this ~8 us with the allocation, and small products are bound by it.
+a copy (a strided assignment ~26 us), this a few, and small products are bound by it.
+
+matmul copies float32 operands with :func:`staged_pair`: both copies land in one buffer kept per device,
+stream and thread (:func:`staging_buffer`), so a request repeated with the same shape reuses the same
+addresses. That matters beyond the allocation: a TMA kernel encodes a tensor map per operand address
+(a driver call, ~15 us each), cached by address, and fresh buffers missed that cache on every call.
 
 >>> import cupy                                                          # doctest: +GPU
 >>> a = cupy.arange(15, dtype=cupy.float32).reshape(3, 5)
@@ -56,10 +61,11 @@ extern "C" __global__ void gg_pack(const float* __restrict__ src, int rows, int 
 """
 MAX_TILES_Y = 65535   # gridDim.y's limit; more stored rows than 32 x this are strided over
 PACK_BLOCKS = 1024    # the copy's grid: enough blocks to fill the GPU, each striding over the rest
+KEEP_BYTES = 64 << 20  # staging buffers up to this size are kept for the next call (larger: the pool's)
 _COPY = param_struct("_Copy", "src:p rows:i cols:i lds:q dst:p ldd:q")
 _MODULES: dict[int, object] = {}                 # per device: the compiled SOURCE (holds its functions)
 _FUNCTIONS: dict[tuple[int, str], int] = {}
-_LOCAL = threading.local()
+_LOCAL = threading.local()   # per thread: launch parameters, and the staging buffers by (device, stream)
 
 
 def _function(name: str) -> int:
@@ -97,19 +103,66 @@ def staged(x, have: str, want: str, align: int):
         return packed(x, have, align), aligned_ld(x.shape[1] if have == "N" else x.shape[0], align)
     if x.dtype != cupy.float32:
         raise ValueError(f"a transposing copy takes float32 operands, not {x.dtype}")
-    src = x if have == "N" else x.T               # the stored matrix: rows contiguous
-    rows, cols = src.shape
-    lds = src.strides[0] // 4
-    if have == want:
-        ld = aligned_ld(cols, align)
-        out = cupy.empty((rows, ld), dtype=cupy.float32)
-        blocks = max(1, min(PACK_BLOCKS, -(-rows * cols // 256)))
-        _launch("gg_pack", (blocks, 1, 1), (256, 1, 1), src.data.ptr, rows, cols, lds, out.data.ptr, ld)
-        view = out[:, :cols]
-        return (view if have == "N" else view.T), ld
-    ld = aligned_ld(rows, align)
-    out = cupy.empty((cols, ld), dtype=cupy.float32)
-    _launch("gg_transpose", (-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y), 1), (32, 8, 1),
-            src.data.ptr, rows, cols, lds, out.data.ptr, ld)
-    view = out[:, :rows]                          # the stored copy: x in `want` with contiguous rows
+    stored = x if have == "N" else x.T            # the stored matrix: rows contiguous
+    rows, cols = _copied_shape(x, have, want)
+    ld = aligned_ld(cols, align)
+    out = cupy.empty((rows, ld), dtype=cupy.float32)
+    _copy(x, have, stored.strides[0] // 4, want, out.data.ptr, ld)
+    view = out[:, :cols]                          # the stored copy: x in `want` with contiguous rows
     return (view if want == "N" else view.T), ld
+
+
+def staged_pair(a, la: str, lda: int, want_a: str | None, b, lb: str, ldb: int, want_b: str | None,
+                align: int) -> tuple[int, int, int, int]:
+    """(A's pointer, lda, B's pointer, ldb) after copying the float32 operands whose ``want_*`` names a
+    layout (None: used as they are) into that layout with 16-byte aligned rows. Both copies go into
+    one :func:`staging_buffer`, B's 256 bytes past A's; ``lda``/``ldb`` are the operands' own
+    leading dimensions (stored rows, as :func:`.arrays.layout_of` gives them)."""
+    shapes = [(_copied_shape(x, have, want), want) if want else None
+              for x, have, want in ((a, la, want_a), (b, lb, want_b))]
+    sizes = [0 if s is None else -(-s[0][0] * aligned_ld(s[0][1], align) // 64) * 64 for s in shapes]
+    base = staging_buffer(sizes[0] + sizes[1]).data.ptr
+    out = [a.data.ptr, lda, b.data.ptr, ldb]
+    for i, (x, have, ld, shape, offset) in enumerate(((a, la, lda, shapes[0], 0), (b, lb, ldb, shapes[1], sizes[0]))):
+        if shape is not None:
+            dst, ldd = base + 4 * offset, aligned_ld(shape[0][1], align)
+            _copy(x, have, ld, shape[1], dst, ldd)
+            out[2 * i], out[2 * i + 1] = dst, ldd
+    return tuple(out)
+
+
+def staging_buffer(floats: int):
+    """A float32 buffer of at least ``floats`` elements on the current device, for work on the current
+    stream. Up to KEEP_BYTES it is kept per (device, stream, thread) and reused by the next call, which
+    on the same stream runs after this call's kernels; a larger request replaces it. Per thread: two
+    threads enqueueing on one stream would otherwise overwrite each other's copies before use."""
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
+    kept = getattr(_LOCAL, "buffers", None)
+    if kept is None:
+        kept = _LOCAL.buffers = {}
+    buf = kept.get(key)
+    if buf is None or buf.size < floats:
+        kept.pop(key, None)                       # back to the pool before the larger one is taken
+        buf = cupy.empty(max(floats, 1), dtype=cupy.float32)
+        if 4 * floats <= KEEP_BYTES:
+            kept[key] = buf
+    return buf
+
+
+def _copied_shape(x, have: str, want: str) -> tuple[int, int]:
+    """(rows, row length) of matrix x stored in layout ``want``: its stored shape, or the transpose's."""
+    rows, cols = x.shape if have == "N" else (x.shape[1], x.shape[0])
+    return (rows, cols) if have == want else (cols, rows)
+
+
+def _copy(x, have: str, lds: int, want: str, dst: int, ldd: int) -> None:
+    """Copy float32 matrix x (stored in ``have``, rows ``lds`` elements apart) into ``want`` at ``dst``."""
+    rows, cols = x.shape if have == "N" else (x.shape[1], x.shape[0])   # as stored: rows contiguous
+    if have == want:
+        blocks = max(1, min(PACK_BLOCKS, -(-rows * cols // 256)))
+        _launch("gg_pack", (blocks, 1, 1), (256, 1, 1), x.data.ptr, rows, cols, lds, dst, ldd)
+    else:
+        _launch("gg_transpose", (-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y), 1), (32, 8, 1),
+                x.data.ptr, rows, cols, lds, dst, ldd)

@@ -11,7 +11,7 @@ import pytest
 from gemmgen.kernel.presets import preset
 from gemmgen.measure.gate import rel_error
 from gemmgen.runtime.library import KernelLibrary
-from gemmgen.runtime.transpose import staged
+from gemmgen.runtime.transpose import staged, staged_pair
 
 pytestmark = pytest.mark.gpu
 matmul_module = importlib.import_module("gemmgen.runtime.matmul")
@@ -43,6 +43,42 @@ def test_staged_copy_strides_over_rows_past_the_grid(monkeypatch):
     x = cp.asarray(np.random.default_rng(5).uniform(-1, 1, (1000, 37)).astype(np.float32))
     y, ld = staged(x, "N", "T", 4)
     assert bool((y == x).all()) and ld == 1000
+
+
+@pytest.mark.parametrize("la,lb,want", [("N", "N", "NT"), ("T", "T", "NT"), ("N", "T", "NN"), ("T", "N", "TN")])
+def test_staged_pair_copies_both_operands_into_one_kept_buffer(la, lb, want):
+    """Both copies are exact, 16-byte aligned, B's 256 bytes past A's in one buffer; a repeat of the
+    request gets the same addresses (a TMA kernel's tensor maps are cached by address), and a larger
+    one a buffer that holds it."""
+    import cupy as cp
+
+    rng = np.random.default_rng(3)
+    a = cp.asarray(rng.uniform(-1, 1, (37, 70)).astype(np.float32))    # A: M x K
+    b = cp.asarray(rng.uniform(-1, 1, (70, 9)).astype(np.float32))     # B: K x N
+    a, b = (a if la == "N" else cp.asfortranarray(a)), (b if lb == "N" else cp.asfortranarray(b))
+    lda, ldb = (70 if la == "N" else 37), (9 if lb == "N" else 70)
+    first = staged_pair(a, la, lda, want[0], b, lb, ldb, want[1], 4)
+    pa, lda2, pb, ldb2 = first
+    assert lda2 % 4 == 0 and ldb2 % 4 == 0 and pa % 256 == 0 and pb % 256 == 0 and pb > pa
+    for ptr, ld, x, letter in ((pa, lda2, a, want[0]), (pb, ldb2, b, want[1])):
+        rows, cols = x.shape if letter == "N" else x.shape[::-1]
+        mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, rows * ld * 4, None), 0)
+        stored = cp.ndarray((rows, ld), cp.float32, mem)[:, :cols]
+        assert bool(((stored if letter == "N" else stored.T) == x).all())
+    assert staged_pair(a, la, lda, want[0], b, lb, ldb, want[1], 4) == first
+    big = cp.ones((3000, 70), cp.float32)
+    pa3, _, _, _ = staged_pair(big, "N", 70, "T", b, lb, ldb, None, 4)
+    mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(pa3, 70 * 3000 * 4, None), 0)
+    assert bool((cp.ndarray((70, 3000), cp.float32, mem) == 1).all())
+
+
+def test_staged_pair_leaves_an_operand_it_does_not_copy_alone():
+    import cupy as cp
+
+    a = cp.ones((5, 6), cp.float32)
+    b = cp.ones((6, 7), cp.float32)
+    pa, lda, pb, ldb = staged_pair(a, "N", 6, None, b, "N", 7, "N", 4)
+    assert (pa, lda) == (a.data.ptr, 6) and ldb == 8 and pb != b.data.ptr
 
 
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
