@@ -38,7 +38,8 @@ from .predict import LAUNCH_MS, Fitted, aligned
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
 MIN_PACK_MS = 0.05   # below this predicted time a request never copies: copies cost launches and host time
-                     # (~5 us a copy into the kept buffer of transpose.staged_pair) that the GPU no longer hides
+                     # that the GPU no longer hides (a call with two copies: 42-66 us of host time on the
+                     # H100 through transpose.staged_pair, matmul alone 22-29 us; session 12)
 SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on the H100, sessions 10 and 12):
 SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%)
                      # that is not split (split-K adds launches: 143x849x3291 NN 1.00x -> 0.80x),

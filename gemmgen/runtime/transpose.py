@@ -72,7 +72,7 @@ def _function(name: str) -> int:
     """The CUfunction of kernel ``name`` of SOURCE on the current device (compiled once per device)."""
     import cupy
 
-    key = (cupy.cuda.Device().id, name)
+    key = (cupy.cuda.runtime.getDevice(), name)   # the runtime call: a Device object costs host time
     ptr = _FUNCTIONS.get(key)
     if ptr is None:
         if key[0] not in _MODULES:
@@ -115,19 +115,20 @@ def staged(x, have: str, want: str, align: int):
 def staged_pair(a, la: str, lda: int, want_a: str | None, b, lb: str, ldb: int, want_b: str | None,
                 align: int) -> tuple[int, int, int, int]:
     """(A's pointer, lda, B's pointer, ldb) after copying the float32 operands whose ``want_*`` names a
-    layout (None: used as they are) into that layout with 16-byte aligned rows. Both copies go into
-    one :func:`staging_buffer`, B's 256 bytes past A's; ``lda``/``ldb`` are the operands' own
-    leading dimensions (stored rows, as :func:`.arrays.layout_of` gives them)."""
-    shapes = [(_copied_shape(x, have, want), want) if want else None
-              for x, have, want in ((a, la, want_a), (b, lb, want_b))]
-    sizes = [0 if s is None else -(-s[0][0] * aligned_ld(s[0][1], align) // 64) * 64 for s in shapes]
-    base = staging_buffer(sizes[0] + sizes[1]).data.ptr
-    out = [a.data.ptr, lda, b.data.ptr, ldb]
-    for i, (x, have, ld, shape, offset) in enumerate(((a, la, lda, shapes[0], 0), (b, lb, ldb, shapes[1], sizes[0]))):
-        if shape is not None:
-            dst, ldd = base + 4 * offset, aligned_ld(shape[0][1], align)
-            _copy(x, have, ld, shape[1], dst, ldd)
-            out[2 * i], out[2 * i + 1] = dst, ldd
+    layout (None: used as they are) into that layout with rows of a multiple of ``align`` elements. Both
+    copies go into one :func:`staging_buffer`, each starting on 256 bytes; ``lda``/``ldb`` are the
+    operands' own leading dimensions (stored rows, as :func:`.arrays.layout_of` gives them)."""
+    out, copies, floats = [a.data.ptr, lda, b.data.ptr, ldb], [], 0
+    for i, (x, have, ld, want) in enumerate(((a, la, lda, want_a), (b, lb, ldb, want_b))):
+        if want:
+            rows, cols = _copied_shape(x, have, want)
+            ldd = aligned_ld(cols, align)
+            copies.append((i, x, have, ld, want, ldd, floats))
+            floats += -(-rows * ldd // 64) * 64      # the next copy starts 256 bytes further on
+    base = staging_buffer(floats).data.ptr
+    for i, x, have, ld, want, ldd, offset in copies:
+        out[2 * i], out[2 * i + 1] = base + 4 * offset, ldd
+        _copy(x, have, ld, want, out[2 * i], ldd)
     return tuple(out)
 
 
@@ -151,15 +152,20 @@ def staging_buffer(floats: int):
     return buf
 
 
+def _stored_shape(x, have: str) -> tuple[int, int]:
+    """(rows, row length) of matrix x as stored in layout ``have`` (rows contiguous)."""
+    return x.shape if have == "N" else (x.shape[1], x.shape[0])
+
+
 def _copied_shape(x, have: str, want: str) -> tuple[int, int]:
     """(rows, row length) of matrix x stored in layout ``want``: its stored shape, or the transpose's."""
-    rows, cols = x.shape if have == "N" else (x.shape[1], x.shape[0])
+    rows, cols = _stored_shape(x, have)
     return (rows, cols) if have == want else (cols, rows)
 
 
 def _copy(x, have: str, lds: int, want: str, dst: int, ldd: int) -> None:
     """Copy float32 matrix x (stored in ``have``, rows ``lds`` elements apart) into ``want`` at ``dst``."""
-    rows, cols = x.shape if have == "N" else (x.shape[1], x.shape[0])   # as stored: rows contiguous
+    rows, cols = _stored_shape(x, have)
     if have == want:
         blocks = max(1, min(PACK_BLOCKS, -(-rows * cols // 256)))
         _launch("gg_pack", (blocks, 1, 1), (256, 1, 1), x.data.ptr, rows, cols, lds, dst, ldd)

@@ -45,10 +45,18 @@ def test_staged_copy_strides_over_rows_past_the_grid(monkeypatch):
     assert bool((y == x).all()) and ld == 1000
 
 
+def _stored_copy(ptr: int, rows: int, ld: int, cols: int):
+    """The rows x cols matrix a staged copy holds at device pointer ``ptr`` (rows ``ld`` floats apart)."""
+    import cupy as cp
+
+    mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, rows * ld * 4, None), 0)
+    return cp.ndarray((rows, ld), cp.float32, mem)[:, :cols]
+
+
 @pytest.mark.parametrize("la,lb,want", [("N", "N", "NT"), ("T", "T", "NT"), ("N", "T", "NN"), ("T", "N", "TN")])
 def test_staged_pair_copies_both_operands_into_one_kept_buffer(la, lb, want):
-    """Both copies are exact, 16-byte aligned, B's 256 bytes past A's in one buffer; a repeat of the
-    request gets the same addresses (a TMA kernel's tensor maps are cached by address), and a larger
+    """Both copies are exact, 16-byte aligned rows each starting on 256 bytes of one buffer; a repeat of
+    the request gets the same addresses (a TMA kernel's tensor maps are cached by address), and a larger
     one a buffer that holds it."""
     import cupy as cp
 
@@ -62,14 +70,12 @@ def test_staged_pair_copies_both_operands_into_one_kept_buffer(la, lb, want):
     assert lda2 % 4 == 0 and ldb2 % 4 == 0 and pa % 256 == 0 and pb % 256 == 0 and pb > pa
     for ptr, ld, x, letter in ((pa, lda2, a, want[0]), (pb, ldb2, b, want[1])):
         rows, cols = x.shape if letter == "N" else x.shape[::-1]
-        mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, rows * ld * 4, None), 0)
-        stored = cp.ndarray((rows, ld), cp.float32, mem)[:, :cols]
+        stored = _stored_copy(ptr, rows, ld, cols)
         assert bool(((stored if letter == "N" else stored.T) == x).all())
     assert staged_pair(a, la, lda, want[0], b, lb, ldb, want[1], 4) == first
-    big = cp.ones((3000, 70), cp.float32)
-    pa3, _, _, _ = staged_pair(big, "N", 70, "T", b, lb, ldb, None, 4)
-    mem = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(pa3, 70 * 3000 * 4, None), 0)
-    assert bool((cp.ndarray((70, 3000), cp.float32, mem) == 1).all())
+    big = cp.asarray(rng.uniform(-1, 1, (3000, 70)).astype(np.float32))
+    p_big, ld_big, _, _ = staged_pair(big, "N", 70, "T", b, lb, ldb, None, 4)
+    assert ld_big == 3000 and bool((_stored_copy(p_big, 70, ld_big, 3000) == big.T).all())
 
 
 def test_staged_pair_leaves_an_operand_it_does_not_copy_alone():
