@@ -110,3 +110,41 @@ def test_presets_compile_for_sm_90a(name, bounds):
     serial = [line for line in report.log.splitlines() if re.search(r"wgmma.*serializ", line)]
     allowed = "crossing function boundary at a function call" if cfg.family == "tf32x3" else None
     assert all(allowed and allowed in line for line in serial), serial
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("family", ["tf32x3", "tf32"])
+def test_prefetch_doubles_the_tiles_beside_the_ring(family, layout):
+    """prefetch: the split (or transpose) of stage k+1 is written into a second buffer while stage k's
+    wgmma read the first, so the tiles beside the ring are doubled; the name says so (s3cp), and the
+    kernel waits for its wgmma only after the next stage's split."""
+    base = preset(f"{family}-wgmma").replace(BK=32, stages=3, layout=layout)
+    cfg = base.replace(prefetch=True)
+    assert _rules(cfg) == []
+    extra = (family == "tf32x3") + (layout[0] == "T")
+    assert cfg.smem_bytes - base.smem_bytes == extra * 4 * cfg.BM * cfg.BK
+    assert "_s3cp_" in cfg.name and "_s3c_" in base.name
+    src = emit(cfg, "sm_90")
+    body = src[src.index("split of tile kt+1 runs while"):]
+    issue, split, wait = (body.index("wgmma_commit();"), body.index("tile kt+1 has landed"),
+                          body.index("wgmma_wait_all();"))
+    assert issue < split < wait
+    assert "split of tile kt+1 runs while" not in emit(base, "sm_90")
+
+
+def test_prefetch_is_a_parameter_of_the_cp_async_wgmma_kernel_only():
+    assert "TENSOR_CORE_DEFAULTS" in _rules(preset("tf32x3").replace(prefetch=True))      # mma.sync
+    assert "TMA_DEFAULTS" in _rules(preset("tf32x3-tma").replace(prefetch=True))
+    # 128x128x64 with A transposed: four doubled tiles beside the ring exceed the shared memory
+    assert "SHARED_MEMORY" in _rules(preset("tf32x3-wgmma").replace(layout="TT", prefetch=True))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_prefetch_compiles_without_serialized_wgmma(layout):
+    cfg = preset("tf32x3-wgmma").replace(BM=64, WM=64, BK=32, stages=3, min_blocks=2, prefetch=True,
+                                         layout=layout, pad_b=4 if layout[1] == "T" else 8)
+    report = build.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
+    assert report[cfg.name].registers <= 128
+    serial = [line for line in report.log.splitlines() if re.search(r"wgmma.*serializ", line)]
+    assert all("crossing function boundary at a function call" in line for line in serial), serial

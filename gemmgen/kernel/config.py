@@ -71,7 +71,7 @@ class KernelConfig:
     raster: int = 1               # thread-block swizzle: tile rows walked together (1 = off)
     stages: int = 1               # shared-memory buffers: 1 single, 2 double, 3+ cp.async ring
     async_copy: bool = False      # cp.async global->shared copies (sm_80+)
-    prefetch: bool = False        # double-buffer register fragments across the k loop
+    prefetch: bool = False        # overlap: simt fragments of k+1 / wgmma split of stage k+1
     frag: str = "lds"             # fragment loads: lds from shared, or shfl within the warp
     split_k: int = 1              # K slices computed by separate blocks
     reduce: str = "atomic"        # how split-K partial sums meet: atomic or workspace
@@ -241,7 +241,7 @@ class KernelConfig:
         if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's)
             return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16)
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
-            return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed)
+            return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed) * (1 + self.prefetch)
         if self.family in HALF:
             return max(pipeline, (self.threads // 32) * 16 * EPILOGUE_LD * 4)
         return pipeline

@@ -23,6 +23,8 @@ def _fp32_kernels(session, layout):
     kernels = [preset(n, session.spec.arch) for n in names]
     if session.spec.cc == (9, 0):   # the TMA kernel's split-K slices add their Inf/NaN into C atomically
         kernels.append(preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, split_k=4, label=""))
+        # the cp.async kernel whose split of the next stage overlaps this stage's wgmma (safe split too)
+        kernels.append(preset("tf32x3-wgmma").replace(BK=32, stages=3, prefetch=True, label=""))
     return [c for c in kernels if not c.tma or layout == c.layout]
 
 

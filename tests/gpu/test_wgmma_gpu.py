@@ -14,13 +14,17 @@ pytestmark = pytest.mark.gpu
 SHAPES = ["128x128x128", "1000x1000x1000", "4097x4095x1023", "1x4096x4096", "4096x1x4096", "4096x4096x1",
           "129x67x9"]
 FAMILIES = ["tf32x3", "tf32"]
-# One of each code path: BK=32 with 4 stages, a 64-row tile (wgmma n64), split-K both ways, no raster.
+# One of each code path: BK=32 with 4 stages, a 64-row tile (wgmma n64), split-K both ways, no raster,
+# and prefetch (the next stage's split during this stage's wgmma; 2 stages, 2 blocks an SM).
 VARIANTS = {
     "bk32": dict(BK=32, stages=4),
     "n64": dict(BM=64, WM=64, BK=32, stages=3),
     "splitk-atomic": dict(split_k=3),
     "splitk-workspace": dict(split_k=2, reduce="workspace"),
     "raster1": dict(raster=1, pad_b=4),
+    "prefetch": dict(BK=32, stages=3, prefetch=True),
+    "prefetch-n64-splitk": dict(BM=64, WM=64, BK=32, stages=2, split_k=3, prefetch=True),
+    "prefetch-o2": dict(BM=64, WM=64, BK=32, stages=3, min_blocks=2, prefetch=True),
 }
 BOUND = {"tf32x3": 1e-5, "tf32": 5e-3}
 LAYOUTS = ["NN", "NT", "TN", "TT"]

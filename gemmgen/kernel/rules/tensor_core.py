@@ -31,7 +31,8 @@ def _tc(name):
 @_tc("TENSOR_CORE_DEFAULTS")
 def _defaults(c, d):
     ref = KernelConfig()
-    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k)]
+    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k)
+            and not (k == "prefetch" and c.mma == "wgmma" and not c.tma)]   # the cp.async wgmma kernel's overlap
     return (f"the {c.family} family has no parameter {', '.join(diff)} (warp tiles are m16n8k8 mma tiles, "
             "shared memory follows the global layout); leave it at its default") if diff else None
 
