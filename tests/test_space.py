@@ -189,15 +189,14 @@ def test_families_with_a_space():
 @pytest.mark.parametrize("family", TC)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
-    from gemmgen.kernel.rules.tensor_core import UNUSED
+    from gemmgen.kernel.rules.tensor_core import unused
 
     space = load_space(family, arch)
     assert space.family == family and space.arch == arch
     ref = KernelConfig()
     for c in _draws(space, 300, seed=1):
         assert c.family == family and c.async_copy and c.vec == 4 and 2 <= c.stages <= 5
-        unused = [k for k in (*UNUSED, "dtype") if not (k == "prefetch" and c.mma == "wgmma" and not c.tma)]
-        assert all(getattr(c, k) == getattr(ref, k) for k in unused), c.name   # prefetch: cp.async wgmma only
+        assert all(getattr(c, k) == getattr(ref, k) for k in (*unused(c), "dtype")), c.name
         assert c.BM == c.WM * (c.BM // c.WM) and c.BK in ((32, 64) if c.mma == "wgmma" else (16, 32))
         assert not (c.pad_a and c.swz_a > 1) and not (c.pad_b and c.swz_b > 1)
         assert c.mma == "sync" or arch == "sm_90"

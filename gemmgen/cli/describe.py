@@ -86,9 +86,9 @@ def _optional(c: KernelConfig) -> list[tuple[bool, str]]:
                                      "against bank conflicts, without padding's wasted space"),
         (c.raster > 1, f"thread-block swizzle: consecutive blocks walk {c.raster} tile rows together "
                        "so resident blocks share A and B in L2"),
-        (c.prefetch and c.mma != "wgmma", "register prefetch: the next k's fragments are read while this k's FMAs run"),
-        (c.prefetch and c.mma == "wgmma", "overlapped split: the next stage's tile of A is split (and transposed) into a "
-                                          "second buffer while this stage's wgmma run"),
+        (c.prefetch, "overlapped split: the next stage's tile of A is split (and transposed) into a second buffer "
+                     "while this stage's wgmma run" if c.mma == "wgmma" else
+                     "register prefetch: the next k's fragments are read while this k's FMAs run"),
         (c.frag == "shfl", "fragments are exchanged between lanes with __shfl_sync instead of each lane "
                            "reading shared memory"),
         (c.split_k > 1, f"split-K: {c.split_k} blocks share each tile's K range; partial sums meet "

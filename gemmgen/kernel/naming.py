@@ -24,9 +24,8 @@ def kernel_name(c) -> str:
     else:
         middle = [f"w{c.WM}x{c.WN}i{c.WMITER}x{c.WNITER}", f"t{c.TM}x{c.TN}", f"v{c.vec}",
                   f"a{'k' if c.a_kmajor else 'm'}p{c.pad_a}s{c.swz_a}"]
-    pipeline = [f"bp{c.pad_b}s{c.swz_b}", f"r{c.raster}", f"s{c.stages}{'c' if c.async_copy else 'r'}"]
-    if c.global_layout_smem and c.prefetch:   # wgmma: the split of stage k+1 overlaps stage k's wgmma
-        pipeline[-1] += "p"
+    overlap = "p" if c.prefetch and c.global_layout_smem else ""   # wgmma: stage k+1's split overlaps k's wgmma
+    pipeline = [f"bp{c.pad_b}s{c.swz_b}", f"r{c.raster}", f"s{c.stages}{'c' if c.async_copy else 'r'}{overlap}"]
     if not c.global_layout_smem:
         pipeline.append(f"f{c.frag}{'p' if c.prefetch else ''}")
     tail = [f"k{c.split_k}{c.reduce[0] if c.split_k > 1 else ''}", "chk" if c.bounds == "checked" else "fast"]

@@ -24,6 +24,12 @@ RULES = RuleSet()
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced")
 
 
+def unused(c: KernelConfig) -> tuple[str, ...]:
+    """The UNUSED parameters of config c's kernel: all of them, but prefetch for the cp.async wgmma
+    kernel (there the next stage's split overlaps this stage's wgmma)."""
+    return tuple(k for k in UNUSED if not (k == "prefetch" and c.mma == "wgmma" and not c.tma))
+
+
 def _tc(name):
     return RULES.add(name, *TENSOR_CORE)
 
@@ -31,8 +37,7 @@ def _tc(name):
 @_tc("TENSOR_CORE_DEFAULTS")
 def _defaults(c, d):
     ref = KernelConfig()
-    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k)
-            and not (k == "prefetch" and c.mma == "wgmma" and not c.tma)]   # the cp.async wgmma kernel's overlap
+    diff = [k for k in unused(c) if getattr(c, k) != getattr(ref, k)]
     return (f"the {c.family} family has no parameter {', '.join(diff)} (warp tiles are m16n8k8 mma tiles, "
             "shared memory follows the global layout); leave it at its default") if diff else None
 
