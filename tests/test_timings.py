@@ -33,6 +33,18 @@ def test_newer_times_replace_older_ones_and_others_stay(tmp_path):
     assert load_device("Example GPU", tmp_path).timings == merged.timings
 
 
+def test_resident_blocks_are_kept_through_merges_and_the_file(tmp_path):
+    v10, wg = preset("v10"), preset("tf32x3-wgmma")
+    first = Timings.empty().add(v10, "512x512x512", 1.0, resident=2).add(wg, "512x512x512", 0.3)
+    record(GPU, [], tmp_path, timings=first)
+    merged = record(GPU, [], tmp_path, timings=Timings.empty().add(v10, "256x256x256", 0.2))   # no count: kept
+    assert merged.timings.kernels[v10.name].resident == 2 and merged.timings.kernels[wg.name].resident == 0
+    stored = json.loads(merged.path.read_text())["timings"]["kernels"]
+    assert stored[v10.name]["resident"] == 2 and "resident" not in stored[wg.name]
+    newer = record(GPU, [], tmp_path, timings=Timings.empty().add(v10, "256x256x256", 0.2, resident=3))
+    assert newer.timings.kernels[v10.name].resident == 3
+
+
 def test_a_file_without_timings_reads_as_empty_and_is_written_without_them(tmp_path):
     saved = record(GPU, [Entry.new("64x64x64", preset("v6"), 0.1, 0.2, 3, arch="sm_90")], tmp_path)
     assert saved.timings.kernels == {} and "timings" not in json.loads(saved.path.read_text())
@@ -42,6 +54,8 @@ def test_a_file_without_timings_reads_as_empty_and_is_written_without_them(tmp_p
     ({"kernels": {"x": {"config": {"BM": "big"}, "ms": {}}}}, "kernel 'x' is malformed"),
     ({"kernels": {"x": {"config": {}, "ms": {"1x1x1": 1.0}}}}, "holds the config of 'gg_simt"),
     ({"kernels": {"x": {"ms": {}}}}, "kernel 'x' is malformed"),
+    ({"kernels": {"x": {"config": {}, "ms": {}, "resident": "two"}}}, "kernel 'x' is malformed"),
+    ({"kernels": {"x": {"config": {}, "ms": {}, "resident": -1}}}, "resident = -1; give blocks per SM"),
     ([1, 2], "is a list, not an object"),
 ])
 def test_malformed_timings_are_named(tmp_path, bad, words):

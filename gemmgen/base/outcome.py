@@ -29,6 +29,7 @@ class Measurement:
     registers: int = 0
     smem_bytes: int = 0
     occupancy: float = 0.0         # resident warps / maximum warps per SM
+    resident: int = 0              # resident blocks per SM (the driver's occupancy calculator), 0 where unknown
     extra: dict = field(default_factory=dict)   # the gate's errors and bound, the cuBLAS mode ("baseline"), ...
 
     @property

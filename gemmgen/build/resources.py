@@ -29,6 +29,22 @@ class KernelResources:
         """Bytes spilled to local memory, stores plus loads (0 for a kernel that fits in registers)."""
         return self.spill_stores + self.spill_loads
 
+    def resident_blocks(self, spec, threads: int, dynamic_smem: int) -> int:
+        """Blocks of this kernel an SM of ``spec`` (a DeviceSpec) holds at once, as CUDA's occupancy
+        calculator counts them: registers allocated per warp in units of 256 from four sub-partitions'
+        files, shared memory with 1 KB reserved per block in units of 128 bytes, threads, 32 blocks.
+
+        >>> k = KernelResources("k", "sm_90a", registers=128)
+        >>> from gemmgen.base.devices import known
+        >>> k.resident_blocks(known("h100"), 128, 43008), k.resident_blocks(known("h100"), 256, 0)
+        (4, 2)
+        """
+        warps = -(-threads // 32)
+        per_warp = -(-max(self.registers, 1) * 32 // 256) * 256
+        by_regs = (spec.regs_per_sm // 4 // per_warp) * 4 // warps
+        smem = -(-(self.smem_bytes + dynamic_smem + 1024) // 128) * 128
+        return max(0, min(by_regs, spec.smem_per_sm // smem, spec.max_threads_per_sm // (warps * 32), 32))
+
 
 @dataclass(frozen=True)
 class PtxasReport:

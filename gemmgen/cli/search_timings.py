@@ -102,7 +102,7 @@ def _batch(args: argparse.Namespace, done: Any, state: dict, ctx: dict) -> None:
     timings, best, rows = Timings.empty(), {}, []
     for config, m in done.result:
         if isinstance(m, Measurement):
-            timings = timings.add(config, shape, m.ms, m.cublas_ms)
+            timings = timings.add(config, shape, m.ms, m.cublas_ms, m.resident)
             rows.append({"tflops": m.tflops, "ratio": m.ratio})
             if m.tflops > best.get(config.precision, (None, 0.0))[1]:
                 best[config.precision] = (config, m.tflops, m)

@@ -117,13 +117,16 @@ class LoadedKernel:
         """Local memory per thread: non-zero means spills or a stack array (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)."""
         return self._attribute(3)
 
-    def occupancy(self, max_threads_per_sm: int) -> float:
-        """Resident warps per SM over the maximum, from the driver's occupancy calculator."""
+    def resident_blocks(self) -> int:
+        """Blocks of the main kernel an SM holds at once, from the driver's occupancy calculator."""
         from cupy.cuda import driver
 
-        blocks = driver.occupancyMaxActiveBlocksPerMultiprocessor(
-            self.main.ptr, self.config.threads, self.config.smem_bytes)
-        return blocks * self.config.threads / max_threads_per_sm
+        return int(driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            self.main.ptr, self.config.threads, self.config.smem_bytes))
+
+    def occupancy(self, max_threads_per_sm: int) -> float:
+        """Resident warps per SM over the maximum, from the driver's occupancy calculator."""
+        return self.resident_blocks() * self.config.threads / max_threads_per_sm
 
     def launch(self, ops: Operands, stream=None, workspace: int | None = None) -> None:
         """Enqueue the kernel sequence for one GEMM on ``stream`` (default: the current stream).

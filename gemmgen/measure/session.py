@@ -110,7 +110,7 @@ class Session:
             name=k.config.name, shape=shape, ms=t.median, iqr_ms=t.iqr, cublas_ms=ref.median,
             rel_error=errors["err_fp64"], reps=len(t.times), clock_mhz=clocks,
             registers=k.registers, smem_bytes=k.config.smem_bytes,
-            occupancy=k.occupancy(self.spec.max_threads_per_sm),
+            occupancy=k.occupancy(self.spec.max_threads_per_sm), resident=k.resident_blocks(),
             extra={**errors, "baseline": mode_of(k.config), "cublas_iqr_ms": ref.iqr,
                    "local_bytes": k.local_bytes})
 

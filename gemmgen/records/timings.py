@@ -3,9 +3,12 @@
 A results file may carry, beside its per-shape winners, a ``timings`` object: for each kernel (by its
 procedural name) its config and its median time in milliseconds on each grid shape it was timed on,
 and ``cublas`` with cuBLAS's time on each shape (in the mode of the kernel's precision class; the
-dispatch model does not need it, reports do)::
+dispatch model does not need it, reports do). ``resident``, where known, is how many blocks of the
+kernel an SM holds at once (the driver's occupancy calculator on the GPU that timed it; the model's
+latency term needs it)::
 
-    "timings": {"kernels": {"gg_tf32x3_nn_...": {"config": {...}, "ms": {"4096x4096x4096/NN": 1.61, ...}}},
+    "timings": {"kernels": {"gg_tf32x3_nn_...": {"config": {...}, "ms": {"4096x4096x4096/NN": 1.61, ...},
+                                                "resident": 1}},
                 "cublas": {"fp32": {"4096x4096x4096/NN": 2.64, ...}}}
 
 >>> from gemmgen.kernel.presets import preset
@@ -27,10 +30,12 @@ from .entry import ResultsError
 
 @dataclass(frozen=True)
 class KernelTimes:
-    """One kernel's config and its measured milliseconds by shape key."""
+    """One kernel's config, its measured milliseconds by shape key, and its resident blocks per SM (0:
+    unknown)."""
 
     config: KernelConfig
     ms: dict[str, float] = field(default_factory=dict)
+    resident: int = 0
 
     def shapes(self) -> dict[Shape, float]:
         """The measurements keyed by Shape (what runtime.predict fits)."""
@@ -48,11 +53,13 @@ class Timings:
     def empty(cls) -> "Timings":
         return cls({}, {})
 
-    def add(self, config: KernelConfig, shape: str | Shape, ms: float, cublas_ms: float | None = None) -> "Timings":
-        """A copy with one more (or a newer) measurement."""
+    def add(self, config: KernelConfig, shape: str | Shape, ms: float, cublas_ms: float | None = None,
+            resident: int = 0) -> "Timings":
+        """A copy with one more (or a newer) measurement (and the kernel's resident blocks, if known)."""
         key = (shape if isinstance(shape, Shape) else Shape.parse(shape, config.layout)).key
         old = self.kernels.get(config.name)
-        kernels = {**self.kernels, config.name: KernelTimes(config, {**(old.ms if old else {}), key: float(ms)})}
+        kernels = {**self.kernels, config.name: KernelTimes(config, {**(old.ms if old else {}), key: float(ms)},
+                                                            resident or (old.resident if old else 0))}
         cublas = self.cublas
         if cublas_ms is not None:
             cls_times = {**cublas.get(config.precision, {}), key: float(cublas_ms)}
@@ -64,12 +71,14 @@ class Timings:
         kernels = dict(self.kernels)
         for name, kt in newer.kernels.items():
             old = kernels.get(name)
-            kernels[name] = KernelTimes(kt.config, {**(old.ms if old else {}), **kt.ms})
+            kernels[name] = KernelTimes(kt.config, {**(old.ms if old else {}), **kt.ms},
+                                        kt.resident or (old.resident if old else 0))
         cublas = {c: {**self.cublas.get(c, {}), **newer.cublas.get(c, {})} for c in {*self.cublas, *newer.cublas}}
         return Timings(kernels, cublas)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernels": {n: {"config": k.config.to_dict(), "ms": dict(sorted(k.ms.items()))}
+        return {"kernels": {n: {"config": k.config.to_dict(), "ms": dict(sorted(k.ms.items())),
+                                **({"resident": k.resident} if k.resident else {})}
                             for n, k in sorted(self.kernels.items())},
                 "cublas": {c: dict(sorted(t.items())) for c, t in sorted(self.cublas.items())}}
 
@@ -83,11 +92,14 @@ class Timings:
             try:
                 config = KernelConfig.from_dict(item["config"])
                 ms = {Shape.parse(k, config.layout).key: float(v) for k, v in item["ms"].items()}
+                resident = int(item.get("resident", 0))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise ResultsError(f"{where}: kernel {name!r} is malformed ({exc})") from None
+            if resident < 0:
+                raise ResultsError(f"{where}: kernel {name!r} has resident = {resident}; give blocks per SM (>= 1), or leave it out")
             if config.name != name:
                 raise ResultsError(f"{where}: kernel {name!r} holds the config of {config.name!r}")
-            kernels[name] = KernelTimes(config, ms)
+            kernels[name] = KernelTimes(config, ms, resident)
         cublas = {str(c): {str(k): float(v) for k, v in t.items()} for c, t in dict(data.get("cublas", {})).items()}
         return cls(kernels, cublas)
 

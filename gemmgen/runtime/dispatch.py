@@ -76,7 +76,7 @@ def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str =
 
 def fit_all(kernels: Iterable[KernelTimes], spec: DeviceSpec) -> list[Fitted]:
     """A time model per timed kernel (those with at least one measurement)."""
-    return [Fitted.fit(k.config, k.shapes(), spec) for k in kernels if k.ms]
+    return [Fitted.fit(k.config, k.shapes(), spec, k.resident) for k in kernels if k.ms]
 
 
 def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:

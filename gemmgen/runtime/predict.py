@@ -2,15 +2,22 @@
 
 A kernel's time is modelled as
 
-    t = u * waves * steps + v * waves + reduce_bytes / bandwidth + extra_launches * LAUNCH_MS
+    t = u * waves * steps + w * rounds * steps + v * waves + reduce_bytes / bandwidth + extra_launches * LAUNCH_MS
 
-with ``waves = ceil(blocks / SMs)`` (blocks = tiles x split-K slices; the SM with the most blocks ends
-last), ``steps`` the K steps of one slice, and the reduce term split-K's traffic (workspace: every
-slice's partial written and read back; atomics: C scaled, then each slice adds into it). ``u`` (time per
-K step of a block) and ``v`` (its prologue and epilogue) are fitted per kernel to its measured times by
-least squares on relative error. The fit is then corrected by the measured/fitted ratios of nearby
-measured shapes (Gaussian weights over log-distance in M, N, K), so the prediction on a measured shape
-is that measurement, and between shapes it follows the wave and step counts.
+with ``waves = ceil(blocks / SMs)`` (blocks = tiles x split-K slices: the blocks the busiest SM runs),
+``rounds = ceil(waves / resident)`` (the blocks an SM holds at once run together: ``resident`` of them
+per round), ``steps`` the K steps of one slice, and the reduce term split-K's traffic (workspace: every
+slice's partial written and read back; atomics: C scaled, then each slice adds into it). ``u`` is a
+block's share of the SM per K step (throughput), ``w`` the latency of one K step that the resident
+blocks overlap (copy wait, split, barrier, tensor-core wait: on the H100 a 64x64 cp.async 3xTF32 kernel
+alone on an SM takes 1.1 us per 32-deep step, 0.44 us per block-step with eight to an SM), ``v`` a
+block's prologue and epilogue. ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by
+least squares on relative error, for each ``resident`` from 1 (the model without a latency term) to the
+kernel's resident blocks per SM (:func:`max_resident`: recorded with the timings, or what is sure from
+shared memory, threads and launch bounds), keeping the best; for the wgmma kernels only
+(:func:`latency_bound`), the others keep ``w = 0``. The fit is then corrected by
+the measured/fitted ratios of nearby measured shapes (Gaussian weights over log-distance in M, N, K), so
+the prediction on a measured shape is that measurement, and between shapes it follows the counts.
 
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime
 of its own: measurements of aligned and unaligned shapes correct only predictions of their own kind,
@@ -27,7 +34,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping, Sequence
+
+import numpy as np
 
 from ..base.devices import DeviceSpec
 from ..base.shape import Shape
@@ -37,6 +46,9 @@ LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale
 WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
+MAX_RESIDENT = 8       # the most blocks per SM the fit tries
+MIN_POINTS = 4         # fewer aligned measurements: no choice of `resident` (the most that fit is taken)
+CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 
 
 def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, float, int]:
@@ -57,6 +69,52 @@ def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, floa
         else:                            # C scaled first, then each slice adds in (read-modify-write)
             reduce_bytes, launches = mn * (2 + 2 * c.split_k), 1
     return float(waves * steps), float(waves), reduce_bytes, launches
+
+
+def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
+    """The most blocks of ``c`` an SM holds at once: ``recorded`` where the timings hold the driver's
+    count, else what is sure without the compiled kernel: shared memory (1 KB reserved per block),
+    threads, and registers at the most ``__launch_bounds__`` lets the compiler use (255 a thread, fewer
+    where ``min_blocks`` asks for more blocks); capped at MAX_RESIDENT.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> from gemmgen.base.devices import known
+    >>> max_resident(preset("tf32x3-wgmma"), known("h100")), max_resident(preset("v1"), known("h100"))
+    (1, 1)
+    >>> max_resident(preset("v8"), known("h100")), max_resident(preset("v8"), known("h100"), recorded=2)
+    (1, 2)
+    """
+    if recorded > 0:
+        return min(recorded, MAX_RESIDENT)
+    regs = -(-min(255, spec.regs_per_block // (c.threads * c.min_blocks)) // 8) * 8    # allocated in 8s
+    by_regs = max(c.min_blocks, spec.regs_per_sm // (c.threads * regs))
+    return max(1, min(spec.smem_per_sm // (c.smem_bytes + 1024), spec.max_threads_per_sm // c.threads, by_regs,
+                      MAX_RESIDENT))
+
+
+def latency_bound(c: KernelConfig) -> bool:
+    """Whether the latency term is fitted for ``c``: the wgmma kernels, whose K steps run in turn (copy
+    wait, split, barrier, wgmma, wgmma wait; Nsight Compute, session 13), so a block alone on an SM is
+    slow per step. The SIMT and mma.sync kernels overlap a step's loads with the last step's math in
+    registers; on the shipped H100 timings the term made their leave-one-out picks worse (pick/best
+    1.025 -> 1.034), where the wgmma kernels' got better (benchmarks/dispatch_loo.py).
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> latency_bound(preset("tf32x3-wgmma")), latency_bound(preset("v10"))
+    (True, False)
+    """
+    return c.mma == "wgmma"
+
+
+def latency_steps(c: KernelConfig, s: Shape, sm_count: int, resident: int) -> float:
+    """rounds * steps: the K steps of the busiest SM's rounds of ``resident`` blocks each.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> latency_steps(preset("tf32x3-wgmma"), Shape(4096, 4096, 4096), 132, 2)   # 8 waves in 4 rounds of 64 steps
+    256.0
+    """
+    waves_steps, waves, _, _ = counts(c, s, sm_count)
+    return float(-(-int(waves) // resident) * int(waves_steps / waves))
 
 
 def aligned(s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
@@ -94,30 +152,41 @@ class Fitted:
     sm_count: int
     bandwidth: float                 # bytes per ms
     factor: float = 1.0              # a kernel of another layout serving this one: its time ratio
+    w: float = 0.0                   # latency per K step of a round of resident blocks
+    resident: int = 1                # blocks per SM the fit found
 
     @classmethod
-    def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec) -> "Fitted":
-        """Fit u and v to the measured times (ms by shape; aligned shapes only) by least squares on
-        relative error."""
+    def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
+            resident: int = 0) -> "Fitted":
+        """Fit u, w and v to the measured times (ms by shape; aligned shapes only) by least squares on
+        relative error, for each count of resident blocks up to :func:`max_resident` (``resident``: the
+        kernel's count as recorded with its timings, 0 where unknown); see the module docstring."""
         bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.8          # GB/s -> bytes/ms, at 80% of the datasheet
-        rows = []
-        for s, t in measured.items():
-            if aligned(s) or len(measured) < 3:
-                a, b, r, n = counts(config, s, spec.sm_count)
-                rows.append((a / t, b / t, 1.0 - (r / bw + n * LAUNCH_MS) / t))
-        probe = cls(config, *_least_squares(rows), (), spec.sm_count, bw)
+        used = [(s, t) for s, t in measured.items() if aligned(s) or len(measured) < 3]
+        most = max_resident(config, spec, resident) if latency_bound(config) else 1
+        per_point = [(counts(config, s, spec.sm_count), t) for s, t in used]
+        best = None
+        for resident in range(1 if len(used) >= MIN_POINTS else most, most + 1):
+            rows = [((a / t, -(-int(b) // resident) * (a / b) / t, b / t), 1.0 - (r / bw + n * LAUNCH_MS) / t)
+                    for (a, b, r, n), t in per_point]      # a / b: the steps of one slice
+            residual, (u, w, v) = _nonnegative_least_squares(rows)
+            if best is None or residual < CLOSER * best[0]:
+                best = (residual, u, w, v, resident)
+        _, u, w, v, resident = best
+        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident)
         points = tuple(Point(s, t, t / probe.fitted(s), aligned(s)) for s, t in measured.items())
-        return cls(config, probe.u, probe.v, points, spec.sm_count, bw)
+        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident)
 
     def serving(self, layout: str, factor: float) -> "Fitted":
         """This kernel's model for its config in another layout, ``factor`` times its time."""
         return Fitted(self.config.replace(layout=layout), self.u, self.v, self.points, self.sm_count,
-                      self.bandwidth, factor)
+                      self.bandwidth, factor, self.w, self.resident)
 
     def fitted(self, s: Shape) -> float:
         """The model's time on shape s (ms), before the correction."""
         a, b, r, n = counts(self.config, s, self.sm_count)
-        return max(self.u * a + self.v * b + r / self.bandwidth + n * LAUNCH_MS, 1e-6)
+        lat = latency_steps(self.config, s, self.sm_count, self.resident) if self.w else 0.0
+        return max(self.u * a + self.w * lat + self.v * b + r / self.bandwidth + n * LAUNCH_MS, 1e-6)
 
     def measured_near(self, s: Shape, is_aligned: bool) -> bool:
         """Whether measurements of s's alignment class lie near s (weight above one half): the prediction
@@ -143,25 +212,53 @@ class Fitted:
         return self.fitted(s) * num / den * penalty * self.factor
 
 
-def _least_squares(rows: Iterable[tuple[float, float, float]]) -> tuple[float, float]:
-    """argmin over u, v >= 0 of sum (u*a + v*b - y)^2 for rows (a, b, y).
+def _nonnegative_least_squares(rows: Sequence[tuple[Sequence[float], float]]) -> tuple[float, list[float]]:
+    """(sum of squared residuals, x) of argmin over x >= 0 of sum (row . x - y)^2 for rows (row, y): the
+    best unconstrained fit over each subset of the columns (the others at zero) whose coefficients are
+    all non-negative. A handful of columns: every subset is tried.
 
-    >>> _least_squares([(1.0, 0.0, 2.0), (0.0, 1.0, 3.0)])
-    (2.0, 3.0)
+    >>> _nonnegative_least_squares([((1.0, 0.0), 2.0), ((0.0, 1.0), 3.0)])
+    (0.0, [2.0, 3.0])
+    >>> _nonnegative_least_squares([((1.0, 1.0), 1.0), ((1.0, 2.0), 0.0)])[1]    # the free fit has x[1] < 0
+    [0.5, 0.0]
     """
-    rows = list(rows)
-    saa, sbb = sum(a * a for a, _, _ in rows), sum(b * b for _, b, _ in rows)
-    sab, say, sby = sum(a * b for a, b, _ in rows), sum(a * y for a, _, y in rows), sum(b * y for _, b, y in rows)
-    det = saa * sbb - sab * sab
-    if det > 1e-12 * max(saa * sbb, 1e-300):
-        u, v = (say * sbb - sby * sab) / det, (sby * saa - say * sab) / det
-        if u >= 0 and v >= 0:
-            return u, v
-    fits = []   # one coefficient at zero: the better of the two one-parameter fits
-    if saa > 0:
-        u = max(say / saa, 0.0)
-        fits.append((sum((u * a - y) ** 2 for a, _, y in rows), u, 0.0))
-    if sbb > 0:
-        v = max(sby / sbb, 0.0)
-        fits.append((sum((v * b - y) ** 2 for _, b, y in rows), 0.0, v))
-    return min(fits)[1:] if fits else (0.0, 0.0)
+    if not rows:
+        return 0.0, []
+    x_all = np.array([x for x, _ in rows], dtype=float)
+    y_all = np.array([y for _, y in rows], dtype=float)
+    k = x_all.shape[1]
+    gram, rhs, yy = (x_all.T @ x_all).tolist(), (x_all.T @ y_all).tolist(), float(y_all @ y_all)
+    best: tuple[float, list[float]] = (yy, [0.0] * k)
+    for mask in range(1, 1 << k):
+        cols = [i for i in range(k) if mask >> i & 1]
+        sol = _solve([[gram[i][j] for j in cols] for i in cols], [rhs[i] for i in cols])
+        if sol is None or min(sol) < 0:
+            continue
+        x = [0.0] * k
+        for i, v in zip(cols, sol):
+            x[i] = v
+        residual = yy - 2 * sum(x[i] * rhs[i] for i in range(k)) + sum(
+            x[i] * gram[i][j] * x[j] for i in range(k) for j in range(k))
+        if residual < best[0] - 1e-12 * max(yy, 1e-300):
+            best = (max(residual, 0.0), x)
+    return best
+
+
+def _solve(m: list[list[float]], b: list[float]) -> list[float] | None:
+    """x with m x = b (Gaussian elimination, partial pivoting), or None where m is (nearly) singular."""
+    n = len(b)
+    m = [row[:] + [v] for row, v in zip(m, b)]
+    scale = max((abs(v) for row in m for v in row[:n]), default=0.0)
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) <= 1e-10 * scale:
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            for c in range(col, n + 1):
+                m[r][c] -= f * m[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
+    return x

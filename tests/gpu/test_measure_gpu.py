@@ -70,3 +70,22 @@ def test_measurement_records_the_gate_and_the_cublas_mode(worker):
     e = m.extra
     assert e["baseline"] == "fp32" and m.rel_error == e["err_fp64"] <= e["bound"] <= 1e-5
     assert 0 < e["cublas_err_fp64"] < 2e-6 and e["err_cublas"] < 1e-5   # 512^3: SGEMM errs ~5e-7
+
+
+def test_measurement_records_resident_blocks_as_ptxas_counts_them(worker, session):
+    """The driver's resident blocks per SM (what the dispatch model's latency term uses) agree with
+    the count from ptxas's registers that benchmarks/resident.py stores for older results files."""
+    from gemmgen.build.nvcc import ToolkitMissing, compile_cubin, nvcc_path
+    from gemmgen.codegen.render import render
+
+    try:
+        have_nvcc = bool(nvcc_path())
+    except ToolkitMissing:
+        have_nvcc = False
+
+    for cfg in (GOOD, preset("tf32x3-wgmma" if session.spec.cc >= (9, 0) else "tf32x3", session.spec.arch)):
+        m = worker.call("measure", cfg, SMALL, rep_ms=5)
+        assert m.resident >= 1 and m.occupancy == pytest.approx(m.resident * cfg.threads / session.spec.max_threads_per_sm)
+        if have_nvcc:
+            res = compile_cubin(render(cfg, session.spec), session.spec.arch)[cfg.name]
+            assert res.resident_blocks(session.spec, cfg.threads, cfg.smem_bytes) == m.resident, (cfg.name, res)

@@ -1,0 +1,158 @@
+"""How well the dispatch rule generalizes, from the shipped timings alone (no GPU): leave one grid shape out.
+
+For each M x N x K of the tuning grid, every measurement of it (all layouts) is taken out of the
+timings, the dispatch plans the request from what is left (:func:`gemmgen.runtime.staging.stage_plan`,
+the rule gemmgen.matmul uses), and the plan is scored with the times that were taken out: the picked
+kernel's measured time (plus the predicted copies, if the plan copies) against the fastest kernel
+measured on that shape in its own layout (the oracle) and against cuBLAS SGEMM's time there.
+
+    python benchmarks/dispatch_loo.py --gpu h100
+    python benchmarks/dispatch_loo.py --gpu h200 --layout NN --worst 20 --json loo.json
+    python benchmarks/dispatch_loo.py --gpu h100 --set WIDTH=0.8 --set PRIOR=0.2
+
+A grid neighbour is one grid step away, where a shape chosen by someone else lies half a step from the
+nearest one on average: the scores are a pessimistic bound on the dispatch's off-grid choices, and a
+way to compare variants of the rule (``--set NAME=VALUE`` changes a constant of
+gemmgen.runtime.predict, .dispatch or .staging) on thousands of recorded times without a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from matmul_vs_cublas import geomean  # noqa: E402
+
+
+def held_out(timings, mnk: tuple[int, int, int]):
+    """The timings without any measurement of M x N x K (any layout)."""
+    from gemmgen.base.shape import Shape
+    from gemmgen.records.timings import KernelTimes, Timings
+
+    def keep(key: str) -> bool:
+        s = Shape.parse(key)
+        return (s.M, s.N, s.K) != mnk
+    kernels = {n: KernelTimes(k.config, {s: t for s, t in k.ms.items() if keep(s)}, k.resident)
+               for n, k in timings.kernels.items()}
+    return Timings(kernels, timings.cublas)
+
+
+def score(timings, spec, key: str, family: str | None) -> dict | None:
+    """One held-out shape's row: the plan from the other shapes' timings, and its measured outcome."""
+    from gemmgen.base.shape import Shape
+    from gemmgen.runtime.library import KernelLibrary
+    from gemmgen.runtime.staging import copied_ld, stage_plan
+    from gemmgen.runtime.dispatch import copy_time
+
+    s = Shape.parse(key)
+    mnk = (s.M, s.N, s.K)
+    measured = {n: k.ms[key] for n, k in timings.kernels.items()
+                if key in k.ms and k.config.precision == "fp32" and (family is None or k.config.family == family)}
+    cublas = timings.cublas.get("fp32", {}).get(key)
+    if not measured or cublas is None:
+        return None
+    lib = KernelLibrary(spec, {}, timings=held_out(timings, mnk))
+    lda = s.K if s.layout[0] == "N" else s.M
+    ldb = s.N if s.layout[1] == "N" else s.K
+    bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.7
+    pack_a, pack_b, fit = stage_plan(lambda lay: lib.candidates("fp32", lay, family), *mnk, s.layout,
+                                     lda, ldb, s.N, bw)
+    if fit is None:
+        return None
+    run = fit.config.layout
+    run_key = Shape(*mnk, run).key
+    ms = timings.kernels.get(fit.config.name)
+    ms = ms.ms.get(run_key) if ms else None
+    copies = 0.0
+    if pack_a or pack_b:
+        a = pack_a * (s.M if run[0] == "N" else s.K) * copied_ld("A", run[0], *mnk, 4)
+        b = pack_b * (s.K if run[1] == "N" else s.N) * copied_ld("B", run[1], *mnk, 4)
+        copies = copy_time(a + b, pack_a + pack_b, bw, 4)
+    oracle = min(measured, key=measured.get)
+    row = {"shape": key, "cublas_ms": cublas, "oracle_ms": measured[oracle], "oracle": oracle,
+           "kernel": fit.config.name, "copies": "A" * pack_a + "B" * pack_b, "predicted_ms": None,
+           "ms": None if ms is None else ms + copies}
+    row["predicted_ms"] = fit.predict(Shape(*mnk, run), True) + copies
+    return row
+
+
+def set_constants(pairs: list[str]) -> None:
+    """Apply NAME=VALUE to the module constants of the dispatch rule; SystemExit names a bad pair."""
+    import gemmgen.runtime.predict as predict
+    import gemmgen.runtime.staging as staging
+    dispatch = sys.modules["gemmgen.runtime.dispatch"]   # the package re-exports a function of that name
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        owners = [m for m in (predict, dispatch, staging) if hasattr(m, name) and name.isupper()]
+        if not owners:
+            raise SystemExit(f"dispatch_loo: --set {pair!r}: {name!r} is not a constant of "
+                             "gemmgen.runtime.predict, .dispatch or .staging")
+        try:
+            new = type(getattr(owners[0], name))(float(value))
+        except ValueError:
+            raise SystemExit(f"dispatch_loo: --set {pair!r}: {value!r} is not a number") from None
+        for m in owners:
+            setattr(m, name, new)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gpu", default="h100", help="the results of this GPU (h100, h200; default h100)")
+    ap.add_argument("--results", metavar="DIR", help="read results from DIR instead of the shipped ones")
+    ap.add_argument("--family", help="restrict the dispatch to one family (e.g. simt)")
+    ap.add_argument("--layout", action="append", default=[], help="score only these layouts (repeatable)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a constant of the dispatch rule to change first (repeatable)")
+    ap.add_argument("--worst", type=int, default=15, metavar="N", help="print the N rows of most regret")
+    ap.add_argument("--json", metavar="FILE", help="write every row here")
+    args = ap.parse_args(argv)
+
+    from gemmgen.base.devices import known
+    from gemmgen.records.lookup import load_device
+
+    set_constants(args.set)
+    try:
+        spec = known(args.gpu)
+    except (KeyError, ValueError) as exc:
+        raise SystemExit(f"dispatch_loo: --gpu {args.gpu!r}: {exc}") from None
+    found = load_device(spec.key, args.results)
+    keys = sorted(found.timings.cublas.get("fp32", {}))
+    keys = [k for k in keys if not args.layout or k.split("/")[1] in args.layout]
+    rows = []
+    for i, key in enumerate(keys):
+        row = score(found.timings, spec, key, args.family)
+        if row is not None:
+            rows.append(row)
+        print(f"\r{i + 1}/{len(keys)} shapes", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    scored = [r for r in rows if r["ms"] is not None]
+    if not scored:
+        raise SystemExit("dispatch_loo: no held-out shape could be scored (no timings in these results?)")
+    regret = [r["ms"] / r["oracle_ms"] for r in scored]
+    print(f"{spec.name}: {len(scored)} grid shapes scored ({len(rows) - len(scored)} plans ran a kernel "
+          f"not timed there), family {args.family or 'any'}")
+    print(f"  pick vs oracle (time ratio, geomean): {geomean(regret):.3f}; over 1.10: {sum(x > 1.1 for x in regret)}, "
+          f"over 1.25: {sum(x > 1.25 for x in regret)}")
+    print(f"  vs cuBLAS: pick {geomean(r['cublas_ms'] / r['ms'] for r in scored):.3f}x, "
+          f"oracle {geomean(r['cublas_ms'] / r['oracle_ms'] for r in scored):.3f}x (the fastest kernel timed there)")
+    err = [r["ms"] / r["predicted_ms"] for r in scored]
+    err.sort()
+    print(f"  measured / predicted: median {err[len(err) // 2]:.2f}, 10th-90th percentile "
+          f"{err[len(err) // 10]:.2f}-{err[(9 * len(err)) // 10]:.2f}")
+    print(f"\n{'shape':<22} {'pick/oracle':>11} {'pick':>7} {'oracle':>7}  kernel")
+    for r in sorted(scored, key=lambda r: -r["ms"] / r["oracle_ms"])[:args.worst]:
+        print(f"{r['shape']:<22} {r['ms'] / r['oracle_ms']:>11.3f} {r['cublas_ms'] / r['ms']:>6.2f}x "
+              f"{r['cublas_ms'] / r['oracle_ms']:>6.2f}x  {r['kernel']}{' copies ' + r['copies'] if r['copies'] else ''}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"gpu": spec.name, "set": args.set, "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
