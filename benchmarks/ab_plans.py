@@ -1,15 +1,21 @@
-"""A/B of dispatch constants: gemmgen.matmul with the constants at values A and at values B, and cuBLAS
+"""A/B of dispatch constants or of results files: gemmgen.matmul under side A and side B, and cuBLAS
 SGEMM, timed interleaved in one process on the same operands (L2 flushed before each run).
 
     python benchmarks/ab_plans.py --knob MIN_PACK_MS=0.2,0.08 --random 24 --seed 1 --seed 2 --only-changed
     python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,1.0 --shape 11786x58x246/NN --json out.json
     python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,0.8 --knob MIN_STAGE_K=96,64 --random 24 --seed 3
+    python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json --results-b results/nvidia-h100-80gb-hbm3.json \
+        --random 24 --seed 1 --seed 2 --only-changed
 
-Each constant is one of gemmgen.runtime.dispatch's or .staging's module constants (MIN_PACK_MS,
-SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE). Two libraries
+Each constant is one of gemmgen.runtime.dispatch's, .staging's or .predict's module constants
+(MIN_PACK_MS, SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE,
+WIDTH, PRIOR, UNALIGNED, MAX_RESIDENT: ``--knob MAX_RESIDENT=1,8`` is the time model without and with
+its latency term). Two libraries
 are loaded; each plans every shape under its side's values, and matmul runs the library of the side
-being timed. Prints per shape both ratios to cuBLAS and both plans; --only-changed skips shapes whose
-two plans are the same.
+being timed. ``--results-a/--results-b`` give each side its own results file instead of the shipped
+ones (a file as `gemmgen search` writes it, for this GPU): what a change of the stored kernels or
+timings does to the plans and to matmul's speed. Prints per shape both ratios to cuBLAS and both plans;
+--only-changed skips shapes whose two plans are the same.
 """
 from __future__ import annotations
 
@@ -30,11 +36,25 @@ def plan_name(plan) -> str:
     return kernel.config.name + (f" copies {'A' * copy_a}{'B' * copy_b}" if copy_a or copy_b else "")
 
 
+def side_library(path: str | None):
+    """A side's library: the shipped results, or those of one results file (on the current GPU)."""
+    import gemmgen
+    if path is None:
+        return gemmgen.load()
+    from gemmgen.base.devices import detect
+    from gemmgen.records.store import load_file
+    from gemmgen.runtime.library import KernelLibrary
+    found = load_file(Path(path))
+    return KernelLibrary(detect(0), found.entries, 0, False, found.timings)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--knob", required=True, action="append", metavar="NAME=A,B",
+    ap.add_argument("--knob", action="append", default=[], metavar="NAME=A,B",
                     help="a constant and its two values (repeatable)")
+    ap.add_argument("--results-a", metavar="FILE", help="side A's results file (default: the shipped results)")
+    ap.add_argument("--results-b", metavar="FILE", help="side B's results file (default: the shipped results)")
     ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]")
     ap.add_argument("--random", type=int, metavar="N", help="N random untuned shapes per --seed")
     ap.add_argument("--seed", type=int, action="append", default=[], help="seeds of --random (repeatable)")
@@ -51,6 +71,11 @@ def main(argv=None) -> int:
             knobs[name] = ()
         if len(knobs[name]) != 2:
             ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. MIN_PACK_MS=0.2,0.08")
+    if not knobs and not (args.results_a or args.results_b):
+        ap.error("nothing to compare: give --knob NAME=A,B, or --results-a / --results-b FILE")
+    for path in (args.results_a, args.results_b):
+        if path and not Path(path).is_file():
+            ap.error(f"results file {path!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
     shapes = [parse_shape(s) for s in args.shape]
     for seed in args.seed if args.random else []:
         shapes += random_shapes(args.random, seed, tuned_keys())
@@ -58,6 +83,7 @@ def main(argv=None) -> int:
     import cupy
 
     import gemmgen
+    import gemmgen.runtime.predict as predict
     import gemmgen.runtime.staging as staging
     from gemmgen.base import Shape
     from gemmgen.base.devices import detect
@@ -67,16 +93,17 @@ def main(argv=None) -> int:
 
     owners = {}
     for name in knobs:
-        owners[name] = [m for m in (sys.modules["gemmgen.runtime.dispatch"], staging) if hasattr(m, name)]
+        owners[name] = [m for m in (sys.modules["gemmgen.runtime.dispatch"], staging, predict)
+                        if hasattr(m, name) and name.isupper()]
         if not owners[name]:
-            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch or .staging")
+            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch, .staging or .predict")
 
     def set_side(side: int) -> None:
         for name, values in knobs.items():
             for m in owners[name]:
                 setattr(m, name, type(getattr(m, name))(values[side]))
 
-    libs = gemmgen.load(), gemmgen.load()
+    libs = tuple(side_library(path) for path in (args.results_a, args.results_b))
     key = (cupy.cuda.Device().id, False)
     spec = detect(key[0])
     rows = []
@@ -111,11 +138,13 @@ def main(argv=None) -> int:
         rows.append(r)
         print(f"{r['shape']:>16} {L} A {r['a_ratio']:.2f}x B {r['b_ratio']:.2f}x  {plans[0]} | {plans[1]}", flush=True)
     if rows:
-        side = lambda i: " ".join(f"{n}={v[i]:g}" for n, v in knobs.items())
+        files = (args.results_a, args.results_b)
+        side = lambda i: " ".join([f"{n}={v[i]:g}" for n, v in knobs.items()] + ([files[i]] if files[i] else []))
         print(f"geomean over {len(rows)} shapes: A ({side(0)}) {geomean(r['a_ratio'] for r in rows):.3f}x, "
               f"B ({side(1)}) {geomean(r['b_ratio'] for r in rows):.3f}x cuBLAS")
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "knobs": knobs, "rows": rows}, indent=1))
+        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "knobs": knobs,
+                                           "results": [args.results_a, args.results_b], "rows": rows}, indent=1))
     return 0
 
 
