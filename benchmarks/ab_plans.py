@@ -37,15 +37,18 @@ def plan_name(plan) -> str:
 
 
 def side_library(path: str | None):
-    """A side's library: the shipped results, or those of one results file (on the current GPU)."""
+    """A side's library: the shipped results (and the user's), or those of one results file alone,
+    which must be this GPU's."""
     import gemmgen
     if path is None:
         return gemmgen.load()
     from gemmgen.base.devices import detect
     from gemmgen.records.store import load_file
     from gemmgen.runtime.library import KernelLibrary
-    found = load_file(Path(path))
-    return KernelLibrary(detect(0), found.entries, 0, False, found.timings)
+    found, spec = load_file(Path(path)), detect(0)
+    if found.name != spec.name:
+        raise SystemExit(f"ab_plans: {path} holds results of {found.name!r}, not of this GPU ({spec.name!r})")
+    return KernelLibrary(spec, found.entries, 0, False, found.timings)
 
 
 def main(argv=None) -> int:

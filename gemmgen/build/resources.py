@@ -32,7 +32,8 @@ class KernelResources:
     def resident_blocks(self, spec, threads: int, dynamic_smem: int) -> int:
         """Blocks of this kernel an SM of ``spec`` (a DeviceSpec) holds at once, as CUDA's occupancy
         calculator counts them: registers allocated per warp in units of 256 from four sub-partitions'
-        files, shared memory with 1 KB reserved per block in units of 128 bytes, threads, 32 blocks.
+        files, shared memory with 1 KB reserved per block in units of 128 bytes, threads, and the
+        architecture's most blocks per SM (16 on sm_86 and sm_87, 24 on sm_89, else 32).
 
         >>> k = KernelResources("k", "sm_90a", registers=128)
         >>> from gemmgen.base.devices import known
@@ -43,7 +44,8 @@ class KernelResources:
         per_warp = -(-max(self.registers, 1) * 32 // 256) * 256
         by_regs = (spec.regs_per_sm // 4 // per_warp) * 4 // warps
         smem = -(-(self.smem_bytes + dynamic_smem + 1024) // 128) * 128
-        return max(0, min(by_regs, spec.smem_per_sm // smem, spec.max_threads_per_sm // (warps * 32), 32))
+        most = {(8, 6): 16, (8, 7): 16, (8, 9): 24}.get(tuple(spec.cc), 32)
+        return max(0, min(by_regs, spec.smem_per_sm // smem, spec.max_threads_per_sm // (warps * 32), most))
 
 
 @dataclass(frozen=True)

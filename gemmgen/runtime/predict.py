@@ -47,7 +47,7 @@ WIDTH = 0.6            # width of the Gaussian over log-distance for the correct
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
-MIN_POINTS = 4         # fewer aligned measurements: no choice of `resident` (the most that fit is taken)
+MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 
 
@@ -163,14 +163,18 @@ class Fitted:
         kernel's count as recorded with its timings, 0 where unknown); see the module docstring."""
         bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.8          # GB/s -> bytes/ms, at 80% of the datasheet
         used = [(s, t) for s, t in measured.items() if aligned(s) or len(measured) < 3]
-        most = max_resident(config, spec, resident) if latency_bound(config) else 1
+        used = used or list(measured.items())                # no aligned point: fit the unaligned ones
+        few = len(used) < MIN_POINTS                          # too few for a third term
+        most = max_resident(config, spec, resident) if latency_bound(config) and not few else 1
         per_point = [(counts(config, s, spec.sm_count), t) for s, t in used]
-        best = None
-        for resident in range(1 if len(used) >= MIN_POINTS else most, most + 1):
+        best = (0.0, 0.0, 0.0, 0.0, 1)
+        for resident in range(1, most + 1):
             rows = [((a / t, -(-int(b) // resident) * (a / b) / t, b / t), 1.0 - (r / bw + n * LAUNCH_MS) / t)
                     for (a, b, r, n), t in per_point]      # a / b: the steps of one slice
+            if not rows:
+                break
             residual, (u, w, v) = _nonnegative_least_squares(rows)
-            if best is None or residual < CLOSER * best[0]:
+            if resident == 1 or residual < CLOSER * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
         probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident)
@@ -221,9 +225,11 @@ def _nonnegative_least_squares(rows: Sequence[tuple[Sequence[float], float]]) ->
     (0.0, [2.0, 3.0])
     >>> _nonnegative_least_squares([((1.0, 1.0), 1.0), ((1.0, 2.0), 0.0)])[1]    # the free fit has x[1] < 0
     [0.5, 0.0]
+    >>> _nonnegative_least_squares([((2.0, 2.0), 4.0)])[1]     # ties (here exact fits) go to the first subset
+    [2.0, 0.0]
     """
     if not rows:
-        return 0.0, []
+        raise ValueError("no rows to fit")
     x_all = np.array([x for x, _ in rows], dtype=float)
     y_all = np.array([y for _, y in rows], dtype=float)
     k = x_all.shape[1]
