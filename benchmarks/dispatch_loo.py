@@ -48,8 +48,7 @@ def score(timings, spec, key: str, family: str | None) -> dict | None:
     """One held-out shape's row: the plan from the other shapes' timings, and its measured outcome."""
     from gemmgen.base.shape import Shape
     from gemmgen.runtime.library import KernelLibrary
-    from gemmgen.runtime.staging import copied_ld, stage_plan
-    from gemmgen.runtime.dispatch import copy_time
+    from gemmgen.runtime.staging import copies_ms, stage_plan
 
     s = Shape.parse(key)
     mnk = (s.M, s.N, s.K)
@@ -70,11 +69,7 @@ def score(timings, spec, key: str, family: str | None) -> dict | None:
     run_key = Shape(*mnk, run).key
     ms = timings.kernels.get(fit.config.name)
     ms = ms.ms.get(run_key) if ms else None
-    copies = 0.0
-    if pack_a or pack_b:
-        a = pack_a * (s.M if run[0] == "N" else s.K) * copied_ld("A", run[0], *mnk, 4)
-        b = pack_b * (s.K if run[1] == "N" else s.N) * copied_ld("B", run[1], *mnk, 4)
-        copies = copy_time(a + b, pack_a + pack_b, bw, 4)
+    copies = copies_ms(*mnk, s.layout, run, pack_a, pack_b, bw) if pack_a or pack_b else 0.0
     oracle = min(measured, key=measured.get)
     row = {"shape": key, "cublas_ms": cublas, "oracle_ms": measured[oracle], "oracle": oracle,
            "kernel": fit.config.name, "copies": "A" * pack_a + "B" * pack_b, "predicted_ms": None,

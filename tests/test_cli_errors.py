@@ -103,6 +103,11 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "results out file": ("results export h100 4096x4096x4096 --out {t}/bad.txt", ["bad.txt", "is a file"]),
     "results folder": ("results list --results {t}/missing", ["missing", "does not exist"]),
     "results action": ("results frob", ["'frob'", "list", "export"]),
+    "plan shape": ("results plan h100 12x5", ["'12x5'", "MxNxK"]),
+    "plan layout": ("results plan h100 64x64x64/XT", ["'XT'", "NN, NT, TN, TT"]),
+    "plan family": ("results plan h100 64x64x64 --family tf32", ["family='tf32'", "simt, tf32x3"]),
+    "plan gpu": ("results plan nosuchgpu 64x64x64", ["'nosuchgpu'", "GPUs with results"]),
+    "plan top": ("results plan h100 64x64x64 --top 0", ["--top 0", "1 or more"]),
     # report
     "report storage": ("report --study x --out {t}/out --storage badscheme://x", ["'badscheme://x'", "sqlite:///"]),
     "report no database": ("report --study nosuchstudy --out {t}/out", ["studies.db", "gemmgen search"]),

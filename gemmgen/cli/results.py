@@ -11,7 +11,8 @@ from .command import Command
 EPILOG = """examples:
   gemmgen results list                                  GPUs with tuned kernels
   gemmgen results show h100                             best kernel per shape on the H100
-  gemmgen results export h100 4096x4096x4096 --out k/   the winner's .cu and a JSON manifest"""
+  gemmgen results export h100 4096x4096x4096 --out k/   the winner's .cu and a JSON manifest
+  gemmgen results plan h100 128x4096x4096/TN            the kernel matmul runs there, and why (no GPU needed)"""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +24,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     exp.add_argument("gpu")
     exp.add_argument("shape", help="MxNxK or MxNxK/LAYOUT, as listed by `show`")
     exp.add_argument("--out", default=".", help="output folder (default: current)")
-    for p in (lst, show, exp):
+    pln = sub.add_parser("plan", help="the kernel gemmgen.matmul runs for a shape, with the runners-up "
+                         "and their predicted times")
+    pln.add_argument("gpu", help="GPU name or alias (h100, h200) or file stem")
+    pln.add_argument("shape", help="MxNxK or MxNxK/LAYOUT (packed operands, fp32)")
+    pln.add_argument("--family", help="only this family (simt or tf32x3), as matmul's family= does")
+    pln.add_argument("--top", type=int, default=8, help="candidates to list (default 8)")
+    for p in (lst, show, exp, pln):
         p.add_argument("--results", metavar="DIR", help="results folder (default: the user folder, "
                        "$GEMMGEN_RESULTS overrides); the shipped results are always read too")
         p.add_argument("--json", action="store_true", help="print JSON")
@@ -34,6 +41,14 @@ def run(args: argparse.Namespace) -> int:
     from ..records.export import export
 
     checks.input_folder(args.results)
+    if args.action == "plan":
+        from .results_plan import plan, text
+
+        if args.top < 1:
+            raise ValueError(f"--top {args.top}: give 1 or more candidates to list")
+        rows = plan(args.gpu, args.shape, args.results, args.family, args.top)
+        print(json.dumps(rows, indent=1) if args.json else text(rows))
+        return 0
     if args.action == "export":
         checks.output_folder(args.out, "--out")
         shape = args.shape if "/" in args.shape else f"{args.shape}/NN"

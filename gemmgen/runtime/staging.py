@@ -39,6 +39,19 @@ def copied_ld(operand: str, letter: str, M: int, N: int, K: int, align: int) -> 
     return aligned_ld(n, align)
 
 
+def copies_ms(M: int, N: int, K: int, layout: str, run: str, copy_a: bool, copy_b: bool, bandwidth: float,
+              elem: int = 4) -> float:
+    """Predicted ms of a plan's copies of A and/or B from the request's ``layout`` into the layout
+    ``run`` the kernel reads (a transposing copy counted TRANSPOSE times a straight one's bytes).
+
+    >>> round(copies_ms(4096, 4096, 4096, "NN", "NT", False, True, 2.345e9) * 1e3, 1)   # B transposed
+    74.5
+    """
+    flip_a, flip_b = run[0] != layout[0], run[1] != layout[1]
+    elements = copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0)
+    return copy_time(elements, copy_a + copy_b, bandwidth, elem)
+
+
 def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: int, layout: str, lda: int,
                ldb: int, ldc: int, bandwidth: float, align: int = 4, elem: int = 4,
                rows_aligned: bool = True) -> tuple[bool, bool, Fitted | None]:
@@ -68,8 +81,7 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
         if found is None or ((own_near or not found[1].config.tma)
                              and not found[1].measured_near(here, True)):
             continue
-        copies = (copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0))
-        copy_ms = copy_time(copies, copy_a + copy_b, bandwidth, elem)
+        copy_ms = copies_ms(M, N, K, layout, other, copy_a, copy_b, bandwidth, elem)
         total = found[0] + copy_ms
         if total < least and small_copy_ok(own, copy_ms, found[0], K, found[1].config.tma,
                                                   found[1].config.split_k > 1):

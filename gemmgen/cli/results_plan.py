@@ -1,0 +1,72 @@
+"""``gemmgen results plan GPU SHAPE``: the kernel gemmgen.matmul runs for a shape on a GPU, and why.
+
+The dispatch rule (gemmgen.runtime.dispatch and .staging) applied to a GPU's results without the GPU:
+the plan (kernel, and the operands copied first), then the competing kernels of the request's layout
+with their predicted times and the terms of their time models (docs/API.md, "Dispatch").
+
+>>> rows = plan("h100", "4096x4096x4096/NN", top=3)        # the shipped H100 results
+>>> rows["plan"]["kernel"].startswith("gg_"), len(rows["candidates"]) == 3
+(True, True)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def plan(gpu: str, shape: str, results: str | None = None, family: str | None = None,
+         top: int = 8) -> dict[str, Any]:
+    """The plan and the ``top`` candidates for ``shape`` ('MxNxK' or 'MxNxK/LAYOUT', packed operands)
+    on ``gpu`` (a name, alias or results file stem); ValueError or ResultsError names a bad input."""
+    from ..base.devices import known
+    from ..base.shape import Shape
+    from ..records.lookup import load_device
+    from ..runtime.library import KernelLibrary
+    from ..runtime.precision import check_family
+    from ..runtime.predict import aligned
+    from ..runtime.staging import copies_ms, stage_plan
+
+    s = Shape.parse(shape)
+    check_family(family, "fp32")
+    found = load_device(gpu, results, missing_ok=False)
+    spec = known(found.name)
+    if not found.timings.kernels:
+        raise ValueError(f"the results of {found.name!r} hold no timings: the dispatch picks the nearest "
+                         "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
+    lib = KernelLibrary(spec, found.entries, timings=found.timings)
+    mnk = (s.M, s.N, s.K)
+    lda, ldb = (s.K if s.layout[0] == "N" else s.M), (s.N if s.layout[1] == "N" else s.K)
+    bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.7
+    copy_a, copy_b, fit = stage_plan(lambda lay: lib.candidates("fp32", lay, family), *mnk, s.layout,
+                                     lda, ldb, s.N, bw)
+    if fit is None:
+        raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
+    run = Shape(*mnk, fit.config.layout)
+    copies = copies_ms(*mnk, s.layout, run.layout, copy_a, copy_b, bw) if copy_a or copy_b else 0.0
+    ok = aligned(s)
+    rows = sorted(((f.predict(s, ok), f) for f in lib.candidates("fp32", s.layout, family)
+                   if f.config.accepts(*mnk) is None), key=lambda t: (t[0], t[1].config.name))
+    cublas = found.timings.cublas.get("fp32", {}).get(s.key)
+    return {"gpu": found.name, "shape": s.key,
+            "plan": {"kernel": fit.config.name, "layout": run.layout, "copies": "A" * copy_a + "B" * copy_b,
+                     "predicted_ms": fit.predict(run, True) + copies, "copies_ms": copies},
+            "cublas_ms": cublas,
+            "candidates": [{"kernel": f.config.name, "predicted_ms": t, "measured_here": f.measured_near(s, ok),
+                            "u": f.u, "w": f.w, "v": f.v, "resident": f.resident, "layout_factor": f.factor}
+                           for t, f in rows[:top]]}
+
+
+def text(rows: dict[str, Any]) -> str:
+    """The plan and its candidates as a few readable lines."""
+    p = rows["plan"]
+    out = [f"{rows['gpu']}, {rows['shape']}: {p['kernel']}"
+           + (f" after copying {' and '.join(p['copies'])} into layout {p['layout']} ({p['copies_ms'] * 1e3:.1f} us)"
+              if p["copies"] else ""),
+           f"  predicted {p['predicted_ms'] * 1e3:.1f} us"
+           + (f"; cuBLAS measured {rows['cublas_ms'] * 1e3:.1f} us" if rows["cublas_ms"] else ""),
+           "", f"candidates in {rows['shape'].split('/')[1]} (predicted; u, w, v: ms per block-step, per "
+           "round-step, per block; *: measured near this shape)"]
+    for c in rows["candidates"]:
+        out.append(f"  {c['predicted_ms'] * 1e3:9.1f} us {'*' if c['measured_here'] else ' '} {c['kernel']}  "
+                   f"u={c['u']:.2e} w={c['w']:.2e} v={c['v']:.2e} resident={c['resident']}"
+                   + (f" x{c['layout_factor']:.2f} (timed in another layout)" if c["layout_factor"] != 1.0 else ""))
+    return "\n".join(out)
