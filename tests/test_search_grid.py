@@ -31,7 +31,8 @@ FILE = "nvidia-h100-80gb-hbm3.json"
 def fake_measure(config, shape):
     """A fake H100: the landscape of test_search per family, cuBLAS at a fixed rate per shape."""
     ms = 100.0 / (speed(config) * FAMILY_SPEED[config.family]) * shape.flops / 2**30
-    return Measurement(config.name, shape, ms=ms, iqr_ms=0.01, cublas_ms=shape.flops / 2**30, rel_error=1e-6)
+    return Measurement(config.name, shape, ms=ms, iqr_ms=0.01, cublas_ms=shape.flops / 2**30, rel_error=1e-6,
+                       resident=1 + config.BM % 3)   # the driver's blocks per SM, as the dispatch model reads it
 
 
 def fake_gpu(device):
@@ -113,6 +114,7 @@ def test_grid_tunes_every_shape_and_times_the_winners(fake_cli, capsys):
     timed = {(n, k) for n, kt in saved.timings.kernels.items() for k in kt.ms}
     assert timed == wanted and report["timings"]["measured"] == len(wanted)
     assert set(saved.timings.cublas["fp32"]) == set(SHAPES)
+    assert all(kt.resident == 1 + kt.config.BM % 3 for kt in saved.timings.kernels.values())   # recorded
     assert {rep for _, rep, _, _ in FakeRetime.seen} == {20.0}   # no re-timed finalists: the timings stage
     assert {n for _, _, _, names in FakeRetime.seen for n in names} <= set(FakePrepare.built)   # compiled first
     assert preset("tf32x3-wgmma").replace(layout="NT", split_k=4).name in FakePrepare.built   # ahead: a warm start
