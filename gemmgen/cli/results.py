@@ -25,7 +25,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     exp.add_argument("shape", help="MxNxK or MxNxK/LAYOUT, as listed by `show`")
     exp.add_argument("--out", default=".", help="output folder (default: current)")
     pln = sub.add_parser("plan", help="the kernel gemmgen.matmul runs for a shape, with the runners-up "
-                         "and their predicted times")
+                         "and their predicted times",
+                         description="The dispatch rule applied to a GPU's stored results, without the GPU:\n"
+                         "the kernel gemmgen.matmul runs for a shape (fp32, packed operands), the operands it\n"
+                         "copies first, its predicted time, cuBLAS's measured time where the tuning grid has\n"
+                         "the shape, and the competing kernels with their time models' terms (docs/API.md).",
+                         epilog="examples:\n  gemmgen results plan h100 128x4096x4096/TN\n"
+                         "  gemmgen results plan h200 4097x4097x4097 --family simt --json",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     pln.add_argument("gpu", help="GPU name or alias (h100, h200) or file stem")
     pln.add_argument("shape", help="MxNxK or MxNxK/LAYOUT (packed operands, fp32)")
     pln.add_argument("--family", help="only this family (simt or tf32x3), as matmul's family= does")
