@@ -1,8 +1,8 @@
 """How well the dispatch rule generalizes, from the shipped timings alone (no GPU): leave one grid shape out.
 
 For each M x N x K of the tuning grid, every measurement of it (all layouts) is taken out of the
-timings, the dispatch plans the request from what is left (:func:`gemmgen.runtime.staging.stage_plan`,
-the rule gemmgen.matmul uses), and the plan is scored with the times that were taken out: the picked
+timings, the dispatch plans the request from what is left
+(:meth:`gemmgen.runtime.library.KernelLibrary.staged_fit`, the rule gemmgen.matmul uses), and the plan is scored with the times that were taken out: the picked
 kernel's measured time (plus the predicted copies, if the plan copies) against the fastest kernel
 measured on that shape in its own layout without copies (the best; a plan with copies can beat it)
 and against cuBLAS SGEMM's time there. Plans whose kernel was never timed on the shape (a kernel of
@@ -48,7 +48,7 @@ def score(timings, spec, key: str, family: str | None) -> dict | None:
     """One held-out shape's row: the plan from the other shapes' timings, and its measured outcome."""
     from gemmgen.base.shape import Shape
     from gemmgen.runtime.library import KernelLibrary
-    from gemmgen.runtime.staging import copies_ms, stage_plan
+    from gemmgen.runtime.staging import copies_ms
 
     s = Shape.parse(key)
     mnk = (s.M, s.N, s.K)
@@ -60,16 +60,14 @@ def score(timings, spec, key: str, family: str | None) -> dict | None:
     lib = KernelLibrary(spec, {}, timings=held_out(timings, mnk))
     lda = s.K if s.layout[0] == "N" else s.M
     ldb = s.N if s.layout[1] == "N" else s.K
-    bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.7
-    pack_a, pack_b, fit = stage_plan(lambda lay: lib.candidates("fp32", lay, family), *mnk, s.layout,
-                                     lda, ldb, s.N, bw)
+    pack_a, pack_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
     if fit is None:
         return None
     run = fit.config.layout
     run_key = Shape(*mnk, run).key
     ms = timings.kernels.get(fit.config.name)
     ms = ms.ms.get(run_key) if ms else None
-    copies = copies_ms(*mnk, s.layout, run, pack_a, pack_b, bw) if pack_a or pack_b else 0.0
+    copies = copies_ms(*mnk, s.layout, run, pack_a, pack_b, lib.copy_bandwidth)
     oracle = min(measured, key=measured.get)
     row = {"shape": key, "cublas_ms": cublas, "oracle_ms": measured[oracle], "oracle": oracle,
            "kernel": fit.config.name, "copies": "A" * pack_a + "B" * pack_b, "predicted_ms": None,

@@ -23,7 +23,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..runtime.library import KernelLibrary
     from ..runtime.precision import check_family
     from ..runtime.predict import aligned
-    from ..runtime.staging import copies_ms, stage_plan
+    from ..runtime.staging import copies_ms
 
     s = Shape.parse(shape)
     check_family(family, "fp32")
@@ -35,13 +35,11 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     lib = KernelLibrary(spec, found.entries, timings=found.timings)
     mnk = (s.M, s.N, s.K)
     lda, ldb = (s.K if s.layout[0] == "N" else s.M), (s.N if s.layout[1] == "N" else s.K)
-    bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.7
-    copy_a, copy_b, fit = stage_plan(lambda lay: lib.candidates("fp32", lay, family), *mnk, s.layout,
-                                     lda, ldb, s.N, bw)
+    copy_a, copy_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
     if fit is None:
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
     run = Shape(*mnk, fit.config.layout)
-    copies = copies_ms(*mnk, s.layout, run.layout, copy_a, copy_b, bw) if copy_a or copy_b else 0.0
+    copies = copies_ms(*mnk, s.layout, run.layout, copy_a, copy_b, lib.copy_bandwidth)
     ok = aligned(s)
     rows = sorted(((f.predict(s, ok), f) for f in lib.candidates("fp32", s.layout, family)
                    if f.config.accepts(*mnk) is None), key=lambda t: (t[0], t[1].config.name))

@@ -104,9 +104,7 @@ class KernelLibrary:
         plan = self._plans.get(key)
         if plan is None:
             align = 16 // elem
-            bw = max(self.spec.mem_gbs, 100.0) * 1e6 * 0.7   # bytes per ms: a copy kernel's share of DRAM
-            fits_for = (lambda lay: self.candidates(precision, lay, family)) if precision in PRECISIONS else (lambda lay: [])
-            pack_a, pack_b, fit = stage_plan(fits_for, M, N, K, layout, lda, ldb, ldc, bw, align, elem, rows_aligned)
+            pack_a, pack_b, fit = self.staged_fit(M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned, elem)
             run = fit.config.layout if fit is not None else layout   # the layout the kernel reads (copies make it)
             lda2 = copied_ld("A", run[0], M, N, K, align) if pack_a else lda
             ldb2 = copied_ld("B", run[1], M, N, K, align) if pack_b else ldb
@@ -114,6 +112,18 @@ class KernelLibrary:
                                      rows_aligned or (pack_a and pack_b))   # copies start aligned
             plan = self._plans[key] = (kernel, pack_a, pack_b)
         return plan
+
+    @property
+    def copy_bandwidth(self) -> float:
+        """Bytes per ms a copy kernel is predicted to move: its share of this GPU's DRAM bandwidth."""
+        return max(self.spec.mem_gbs, 100.0) * 1e6 * 0.7
+
+    def staged_fit(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, precision: str = "fp32",
+                   family: str | None = None, rows_aligned: bool = True, elem: int = 4) -> tuple[bool, bool, object]:
+        """(copy A, copy B, time model or None): :meth:`plan_for`'s choice before any kernel is compiled
+        or loaded, so it needs no GPU (what `gemmgen results plan` and benchmarks/dispatch_loo.py show)."""
+        fits_for = (lambda lay: self.candidates(precision, lay, family)) if precision in PRECISIONS else (lambda lay: [])
+        return stage_plan(fits_for, M, N, K, layout, lda, ldb, ldc, self.copy_bandwidth, 16 // elem, elem, rows_aligned)
 
     def candidates(self, precision: str, layout: str, family: str | None = None) -> list:
         """The timed kernels (time models) that compete for requests of a class, layout and family."""

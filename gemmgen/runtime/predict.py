@@ -114,7 +114,12 @@ def latency_steps(c: KernelConfig, s: Shape, sm_count: int, resident: int) -> fl
     256.0
     """
     waves_steps, waves, _, _ = counts(c, s, sm_count)
-    return float(-(-int(waves) // resident) * int(waves_steps / waves))
+    return _rounds_steps(waves_steps, waves, resident)
+
+
+def _rounds_steps(waves_steps: float, waves: float, resident: int) -> float:
+    """rounds * steps from :func:`counts`' waves * steps and waves."""
+    return float(-(-int(waves) // resident) * round(waves_steps / waves))
 
 
 def aligned(s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
@@ -169,8 +174,8 @@ class Fitted:
         per_point = [(counts(config, s, spec.sm_count), t) for s, t in used]
         best = (0.0, 0.0, 0.0, 0.0, 1)
         for resident in range(1, most + 1):
-            rows = [((a / t, -(-int(b) // resident) * (a / b) / t, b / t), 1.0 - (r / bw + n * LAUNCH_MS) / t)
-                    for (a, b, r, n), t in per_point]      # a / b: the steps of one slice
+            rows = [((a / t, _rounds_steps(a, b, resident) / t, b / t), 1.0 - (r / bw + n * LAUNCH_MS) / t)
+                    for (a, b, r, n), t in per_point]
             if not rows:
                 break
             residual, (u, w, v) = _nonnegative_least_squares(rows)
