@@ -40,9 +40,9 @@ def main(argv=None) -> int:
             data = json.loads(path.read_text())
             spec = known(data["device"]["name"])
             kernels = data["timings"]["kernels"]
+            configs = {name: KernelConfig.from_dict(k["config"]) for name, k in kernels.items()}
         except (OSError, ValueError, KeyError, TypeError, UnknownDevice) as exc:
             raise SystemExit(f"resident: {path}: not a results file with timings of a known GPU ({exc})") from None
-        configs = {name: KernelConfig.from_dict(k["config"]) for name, k in kernels.items()}
 
         def build(name: str):
             key = (name, spec.arch)
