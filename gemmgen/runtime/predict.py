@@ -46,6 +46,7 @@ LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale
 WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
+EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
@@ -218,6 +219,8 @@ class Fitted:
             w = math.exp(-((d / WIDTH) ** 2))
             num, den = num + w * p.ratio, den + w
         penalty = 1.0 if is_aligned or den > 0.5 else UNALIGNED
+        if den <= 0.5:   # no measurement of this regime near: the fit's extrapolation
+            penalty *= 1.0 + EXTRAPOLATED
         return self.fitted(s) * num / den * penalty * self.factor
 
 
