@@ -1,0 +1,56 @@
+"""Add the kernels a ``--timings-only`` run timed to a shipped results file: their timings only (the
+shipped entries and cuBLAS times stay as they are), so new candidate kernels join the dispatch.
+
+    # a results file whose timings hold the candidate configs (no times), then time them on the grid:
+    gemmgen search --grid hopper --family tf32x3 --timings-only --winners-from cand/nvidia-h100-80gb-hbm3.json \\
+        --results fresh
+    python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json
+    python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json \\
+        --results-b results/nvidia-h100-80gb-hbm3.json --random 24 --seed 13 --only-changed
+
+A kernel already in the shipped file is left alone (re-time it by deleting it first). ``--out`` writes the
+merged file elsewhere instead of over the shipped one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def merge(shipped: dict, fresh: dict) -> list[str]:
+    """Add fresh's timed kernels that shipped lacks to shipped (in place); their names."""
+    have = shipped["timings"]["kernels"]
+    added = [name for name, k in fresh["timings"]["kernels"].items() if name not in have and k["ms"]]
+    for name in added:
+        have[name] = fresh["timings"]["kernels"][name]
+    return added
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("shipped", help="the results file to add to (results/<gpu>.json)")
+    ap.add_argument("fresh", help="the results file a --timings-only run wrote")
+    ap.add_argument("--out", help="write the merged file here (default: over SHIPPED)")
+    args = ap.parse_args(argv)
+    try:
+        shipped, fresh = (json.load(open(p)) for p in (args.shipped, args.fresh))
+    except (OSError, ValueError) as e:
+        print(f"merge_timings: {e}", file=sys.stderr)
+        return 2
+    if shipped.get("device", {}).get("name") != fresh.get("device", {}).get("name"):
+        print(f"merge_timings: {args.fresh} holds another GPU's results ({fresh.get('device', {}).get('name')!r})",
+              file=sys.stderr)
+        return 2
+    added = merge(shipped, fresh)
+    with open(args.out or args.shipped, "w") as fh:
+        json.dump(shipped, fh, indent=2)
+        fh.write("\n")
+    print(f"added {len(added)} kernels" + "".join(f"\n  {n} ({len(fresh['timings']['kernels'][n]['ms'])} shapes)"
+                                                   for n in added))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
