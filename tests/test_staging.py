@@ -10,6 +10,7 @@ from gemmgen.base.shape import Shape
 from gemmgen.kernel.presets import preset
 from gemmgen.records.store import load_file
 from gemmgen.runtime.library import KernelLibrary
+from gemmgen.runtime import predict
 from gemmgen.runtime.predict import Fitted, counts
 from gemmgen.runtime.staging import copied_ld, stage_plan
 
@@ -54,9 +55,11 @@ def test_no_layout_change_where_the_copy_eats_the_gain():
     assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # far under MIN_PACK_MS
 
 
-def test_mid_size_requests_change_layout_only_into_tma_kernels_for_deep_k_and_cheap_copies():
+def test_mid_size_requests_change_layout_only_into_tma_kernels_for_deep_k_and_cheap_copies(monkeypatch):
     """Between MIN_PACK_MS and SMALL_PACK_MS of predicted time, a layout change must also feed a TMA
-    kernel, K of at least MIN_STAGE_K, and cost at most COPY_SHARE of that kernel (dispatch.small_copy_ok)."""
+    kernel, K of at least MIN_STAGE_K, and cost at most COPY_SHARE of that kernel (dispatch.small_copy_ok).
+    The times below are the fits' own: no extrapolation markup (these fits are measured on cubes only)."""
+    monkeypatch.setattr(predict, "EXTRAPOLATED", 0.0)
     assert stage_plan(fits(1.4), 1536, 1536, 1024, "NN", 1024, 1536, 1536, BW)[:2] == (False, True)  # 0.15 ms own
     assert stage_plan(fits(1.4), 4096, 4096, 48, "NN", 48, 4096, 4096, BW)[:2] == (False, True)    # K = 48 >= 16
     assert stage_plan(fits(1.4), 4096, 4096, 12, "NN", 12, 4096, 4096, BW)[:2] == (False, False)   # K = 12 < 16
