@@ -31,6 +31,13 @@ SPILL_FREE = [n for n in names()[names().index("v5"):] if not n.endswith("-wgmma
 RANDOM_PER_LAYOUT = 25                            # x 4 layouts = 100 random configs, one arch each
 
 
+# The interleaved SIMT loop (interleave = true) in every layout: v10's tile and the 256x128x16 tile of the
+# shipped H100 SIMT kernels (247 registers without it).
+INTERLEAVED = [c.replace(layout=lay, bounds="none", interleave=True, label="")
+               for c in (preset("v10"), preset("v10").replace(BM=256, BK=16, WM=64, WN=64, WMITER=2, WNITER=4))
+               for lay in ("NN", "NT", "TN", "TT")]
+
+
 def _random_configs():
     # Valid on the rtx3090 (sm_86: 99 KB of shared memory, the smallest of the three targets), so every
     # config is valid on sm_80 and sm_90 too; all four layouts, so every load path is compiled.
@@ -43,6 +50,7 @@ def compiled():
     jobs = [(("preset", n, a), render(preset(n, a), a)) for a in ARCHS for n in names() if runs_on(n, a)]
     jobs += [(("random", c.name, ARCHS[i % len(ARCHS)]), render(c, ARCHS[i % len(ARCHS)]))
              for i, c in enumerate(_random_configs())]   # layouts in turn too: each layout meets each arch
+    jobs += [(("interleave", c.name, "sm_90"), render(c, "sm_90")) for c in INTERLEAVED]
     results = build.compile_many([(src, key[2]) for key, src in jobs])
     return {key: res for (key, _), res in zip(jobs, results)}
 
@@ -71,6 +79,12 @@ def test_random_valid_configs_compile(compiled):
     keys = [k for k in compiled if k[0] == "random"]
     assert len(keys) == 4 * RANDOM_PER_LAYOUT and {k[2] for k in keys} == set(ARCHS)
     assert not _failures(compiled, "random")
+
+
+def test_interleaved_loops_compile_without_spills(compiled):
+    reports = {k[1]: r for k, r in compiled.items() if k[0] == "interleave"}
+    assert len(reports) == len(INTERLEAVED) and not _failures(compiled, "interleave")
+    assert all(r.spills == 0 for r in reports.values()), {n: r.spills for n, r in reports.items()}
 
 
 def test_registers_stay_within_the_hardware_limit(compiled):

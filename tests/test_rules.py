@@ -55,6 +55,10 @@ CASES = {
     "wmma stages": (preset("wmma").replace(stages=3), ["WMMA_PIPELINE"]),
     "wmma swizzle": (preset("wmma-fast").replace(swz_b=8), ["WMMA_DEFAULTS"]),
     "partials outside the half family": (preset("tf32x3").replace(partials=False), ["PARTIALS"]),
+    "interleave on checked tiles": (preset("v10").replace(interleave=True), ["INTERLEAVE"]),
+    "interleave without the register double buffer": (preset("v8").replace(stages=3, async_copy=True, bounds="none",
+                                                                           interleave=True), ["INTERLEAVE"]),
+    "interleave of a tensor-core family": (preset("tf32x3").replace(interleave=True), ["TENSOR_CORE_DEFAULTS"]),
 }
 
 
@@ -119,3 +123,17 @@ def test_simt_config_keeps_naive_only_parameter_at_default():
     from gemmgen.kernel.rules import explain
 
     assert [v.rule for v in explain(preset("v10").replace(coalesced=False), "h100")] == ["SIMT_DEFAULTS"]
+
+
+def test_interleave_is_named_and_left_out_of_configs_without_it():
+    """An interleaved kernel differs in machine code, so in name (fldspi); configs without it write no key,
+    so the sources and results written before the parameter existed read the same."""
+    from gemmgen.kernel.config import KernelConfig
+    from gemmgen.kernel.presets import preset
+    from gemmgen.kernel.rules import explain
+
+    fast = preset("v10").replace(bounds="none", label="")
+    assert not explain(fast.replace(interleave=True), "h100")
+    assert fast.replace(interleave=True).name == fast.name.replace("_fldsp_", "_fldspi_")
+    assert "interleave" not in fast.to_dict() and fast.replace(interleave=True).to_dict()["interleave"] is True
+    assert KernelConfig.from_dict(fast.replace(interleave=True).to_dict()).interleave

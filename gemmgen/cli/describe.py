@@ -91,6 +91,8 @@ def _optional(c: KernelConfig) -> list[tuple[bool, str]]:
                      "register prefetch: the next k's fragments are read while this k's FMAs run"),
         (c.frag == "shfl", "fragments are exchanged between lanes with __shfl_sync instead of each lane "
                            "reading shared memory"),
+        (c.interleave, "interleaved loop: the next tile's copies, their shared stores and the next k's "
+                       "fragment loads each ride on a row of FMAs, so no burst of them stalls the FMAs"),
         (c.split_k > 1, f"split-K: {c.split_k} blocks share each tile's K range; partial sums meet "
                         + ("by atomicAdd into C (pre-scaled by beta)" if c.reduce == "atomic" else
                            "in a workspace, summed in a fixed order by a reduce kernel")),

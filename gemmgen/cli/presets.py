@@ -41,7 +41,8 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
 def _extras(c: KernelConfig) -> list[str]:
     flags = [(c.a_kmajor, "A^T"), (c.pad_a > 0, f"padA{c.pad_a}"), (c.pad_b > 0, f"padB{c.pad_b}"),
              (c.swz_a > 1, f"swzA{c.swz_a}"), (c.swz_b > 1, f"swzB{c.swz_b}"),
-             (c.raster > 1, f"raster{c.raster}"), (c.prefetch, "prefetch"), (c.frag == "shfl", "shfl"),
+             (c.raster > 1, f"raster{c.raster}"), (c.prefetch, "prefetch"), (c.interleave, "interleave"),
+             (c.frag == "shfl", "shfl"),
              (c.split_k > 1, f"splitK{c.split_k}-{c.reduce}"), (c.bounds == "none", "fast-path"),
              (c.layout != "NN", c.layout)]
     return [word for flag, word in flags if flag]

@@ -73,6 +73,7 @@ class KernelConfig:
     async_copy: bool = False      # cp.async global->shared copies (sm_80+)
     prefetch: bool = False        # overlap: simt fragments of k+1 / wgmma split of stage k+1
     frag: str = "lds"             # fragment loads: lds from shared, or shfl within the warp
+    interleave: bool = False      # simt, whole tiles: copies, stores, fragment loads ride on FMA rows
     split_k: int = 1              # K slices computed by separate blocks
     reduce: str = "atomic"        # how split-K partial sums meet: atomic or workspace
     bounds: str = "checked"       # checked edges (any shape) or none (tile-divisible shapes only)
@@ -95,11 +96,10 @@ class KernelConfig:
         return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary of every parameter (label included; persistent only where set)."""
+        """Plain JSON-ready dictionary of every parameter (label included; persistent and interleave only
+        where set, so the configs, sources and results written before they existed read the same)."""
         out = dataclasses.asdict(self)
-        if not self.persistent:
-            del out["persistent"]
-        return out
+        return {k: v for k, v in out.items() if k not in ("persistent", "interleave") or v}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":

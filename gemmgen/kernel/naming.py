@@ -27,7 +27,7 @@ def kernel_name(c) -> str:
     overlap = "p" if c.prefetch and c.global_layout_smem else ""   # wgmma: stage k+1's split overlaps k's wgmma
     pipeline = [f"bp{c.pad_b}s{c.swz_b}", f"r{c.raster}", f"s{c.stages}{'c' if c.async_copy else 'r'}{overlap}"]
     if not c.global_layout_smem:
-        pipeline.append(f"f{c.frag}{'p' if c.prefetch else ''}")
+        pipeline.append(f"f{c.frag}{'p' if c.prefetch else ''}{'i' if c.interleave else ''}")
     tail = [f"k{c.split_k}{c.reduce[0] if c.split_k > 1 else ''}", "chk" if c.bounds == "checked" else "fast"]
     occupancy = [f"o{c.min_blocks}"] if c.min_blocks != 1 else []
     occupancy += [f"p{c.persistent}"] if c.persistent else []

@@ -26,7 +26,8 @@ def _simt(c: KernelConfig) -> int:
     """Accumulators, fragments (twice with prefetch), register staging of the next tile, addressing."""
     frags = (c.WMITER * c.TM + c.WNITER * c.TN) * (2 if c.prefetch else 1)
     staging = 0 if c.async_copy else (c.BM * c.BK + c.BN * c.BK) // max(c.threads, 1)
-    return c.accumulators + frags + staging + 28
+    pointers = 2 * staging // max(c.vec, 1) if c.interleave else 0   # a 64-bit pointer per copy
+    return c.accumulators + frags + staging + pointers + 28
 
 
 def _tensor_core(c: KernelConfig) -> int:

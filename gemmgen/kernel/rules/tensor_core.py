@@ -21,7 +21,7 @@ from .rule import RuleSet
 RULES = RuleSet()
 # Parameters of the simt family that the tensor-core kernels do not have (the warp tile is made of
 # mma tiles, so there are no thread tiles; shared memory follows the global layout).
-UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced")
+UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave")
 
 
 def unused(c: KernelConfig) -> tuple[str, ...]:

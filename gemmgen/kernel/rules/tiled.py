@@ -154,6 +154,27 @@ def _split_k(c, d):
     return choice(c.reduce, REDUCTIONS)
 
 
+@_simt("INTERLEAVE")
+def _interleave(c, d):
+    """The interleaved loop rides on the register-staged double buffer with fragment prefetch, on whole
+    tiles only: its copies go out at K step 1 and its stores come before the last step, so BK leaves
+    room for both."""
+    if not c.interleave:
+        return None
+    if c.stages != 2 or c.async_copy or not c.prefetch or c.frag != "lds" or c.bounds != "none":
+        return ("interleave needs the register-staged double buffer with prefetched shared-memory fragments on "
+                f"whole tiles (stages = 2, async_copy = false, prefetch = true, frag = 'lds', bounds = 'none'); got "
+                f"stages = {c.stages}, async_copy = {str(c.async_copy).lower()}, prefetch = {str(c.prefetch).lower()}, "
+                f"frag = {c.frag!r}, bounds = {c.bounds!r}")
+    rows = c.WMITER * c.TM
+    staged = (c.BM * c.BK + c.BN * c.BK) // max(c.threads, 1)   # floats a thread stages: at most one store each
+    steps = -(-staged // max(rows, 1))
+    if c.BK - 1 - steps < 2:
+        return (f"interleave spreads {staged} stores over {rows} FMA rows a K step ({steps} steps) after the copies of "
+                f"step 1, before the last step: BK = {c.BK} is too shallow; use a deeper BK")
+    return None
+
+
 @_simt("SIMT_DEFAULTS")
 def _simt_defaults(c, d):
     # coalesced only changes the naive kernels; a simt config that set it would share its name

@@ -24,7 +24,7 @@ from .tiled import shared_memory
 RULES = RuleSet()
 FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
 # Parameters of the cp.async kernels that a TMA kernel has not: the copy engine moves whole boxes.
-UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "async_copy",
+UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave", "async_copy",
           "pad_a", "pad_b", "min_blocks")
 MAX_CONSUMERS = 3
 

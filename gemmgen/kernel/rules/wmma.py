@@ -23,7 +23,8 @@ RULES = RuleSet()
 # Parameters of the simt family that the wmma kernels do not have: the warp tile is made of wmma
 # tiles (no thread tiles), shared memory follows the global layout (no a_kmajor), and the WMMA load
 # instructions read a strided matrix, so its 16-byte chunks cannot be XOR-swizzled (padding instead).
-UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "swz_a", "swz_b")
+UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave", "swz_a",
+          "swz_b")
 
 
 def _wmma(name):
