@@ -76,7 +76,7 @@ def score(timings, spec, key: str, family: str | None) -> dict | None:
     return row
 
 
-def set_constants(pairs: list[str]) -> None:
+def set_constants(pairs: list[str], prog: str = "dispatch_loo") -> None:
     """Apply NAME=VALUE to the module constants of the dispatch rule; SystemExit names a bad pair."""
     import gemmgen.runtime.predict as predict
     import gemmgen.runtime.staging as staging
@@ -85,12 +85,12 @@ def set_constants(pairs: list[str]) -> None:
         name, _, value = pair.partition("=")
         owners = [m for m in (predict, dispatch, staging) if hasattr(m, name) and name.isupper()]
         if not owners:
-            raise SystemExit(f"dispatch_loo: --set {pair!r}: {name!r} is not a constant of "
+            raise SystemExit(f"{prog}: --set {pair!r}: {name!r} is not a constant of "
                              "gemmgen.runtime.predict, .dispatch or .staging")
         try:
             new = type(getattr(owners[0], name))(float(value))
         except ValueError:
-            raise SystemExit(f"dispatch_loo: --set {pair!r}: {value!r} is not a number") from None
+            raise SystemExit(f"{prog}: --set {pair!r}: {value!r} is not a number") from None
         for m in owners:
             setattr(m, name, new)
 

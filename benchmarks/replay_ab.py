@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dispatch_loo import set_constants  # noqa: E402
+from matmul_vs_cublas import geomean  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -26,15 +32,9 @@ def main(argv=None) -> int:
 
     from gemmgen.base.devices import known
     from gemmgen.records.lookup import load_device
-    from gemmgen.runtime import dispatch, predict, staging
     from gemmgen.runtime.library import KernelLibrary
 
-    for item in args.set:
-        name, _, value = item.partition("=")
-        mod = next((m for m in (dispatch, staging, predict) if hasattr(m, name)), None)
-        if mod is None or not value:
-            ap.error(f"--set {item!r}: give NAME=VALUE with a constant of dispatch, staging or predict")
-        setattr(mod, name, type(getattr(mod, name))(float(value)))
+    set_constants(args.set, "replay_ab")
     spec = known(args.gpu)
     found = load_device(spec.name, args.results)
     lib = KernelLibrary(spec, found.entries, timings=found.timings)
@@ -50,9 +50,9 @@ def main(argv=None) -> int:
             scored.append(plans[fit.config.name])
         else:
             unknown += 1
-    gm = lambda x: math.exp(sum(map(math.log, x)) / len(x)) if x else float("nan")
-    print(f"{len(rows)} shapes: A {gm([r['a_ratio'] for r in rows]):.3f}x, B {gm([r['b_ratio'] for r in rows]):.3f}x; "
-          f"replayed plans {gm(scored):.3f}x over {len(scored)} scored, {unknown} neither A's nor B's plan")
+    print(f"{len(rows)} shapes: A {geomean(r['a_ratio'] for r in rows):.3f}x, "
+          f"B {geomean(r['b_ratio'] for r in rows):.3f}x; "
+          f"replayed plans {geomean(scored):.3f}x over {len(scored)} scored, {unknown} neither A's nor B's plan")
     return 0
 
 

@@ -218,9 +218,8 @@ class Fitted:
                 return p.ms * self.factor
             w = math.exp(-((d / WIDTH) ** 2))
             num, den = num + w * p.ratio, den + w
-        penalty = 1.0 if is_aligned or den > 0.5 else UNALIGNED
-        if den <= 0.5:   # no measurement of this regime near: the fit's extrapolation
-            penalty *= 1.0 + EXTRAPOLATED
+        near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
+        penalty = (1.0 if is_aligned or near else UNALIGNED) * (1.0 if near else 1.0 + EXTRAPOLATED)
         return self.fitted(s) * num / den * penalty * self.factor
 
 
