@@ -132,3 +132,17 @@ def test_shipped_h100_results_serve_large_nn_through_the_tma_kernel_and_small_on
     assert fit.config.tma and (copy_a, copy_b) == (True, False)
     copy_a, copy_b, fit = stage_plan(fits_for, 1000, 1000, 1000, "NN", 1000, 1000, 1000, BW)
     assert fit.config.layout == "NN" and not (copy_a or copy_b)
+
+
+def test_shipped_h100_results_copy_a_skinny_operand_into_a_split_tma_kernel_and_no_wide_one():
+    """Under SMALL_PACK_MS a split TMA kernel is reached only where the copy is a small share of it
+    (SPLIT_COPY_SHARE): 4096x16x16384 NN copies B (1 MB) into the split 128x32 TMA kernel; 143x849x3291
+    NN, whose B copy would cost about as much as that kernel, runs as it is."""
+    path = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3.json"
+    r = load_file(path)
+    lib = KernelLibrary(H100, r.entries, 0, False, r.timings)
+    fits_for = lambda layout: lib.candidates("fp32", layout)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 16, 16384, "NN", 16384, 16, 16, BW)
+    assert fit.config.tma and fit.config.split_k > 1 and (copy_a, copy_b) == (False, True)
+    copy_a, copy_b, fit = stage_plan(fits_for, 143, 849, 3291, "NN", 3291, 849, 849, BW)
+    assert fit.config.layout == "NN" and not (copy_a or copy_b)

@@ -44,6 +44,8 @@ SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on 
 SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%)
                      # that is not split (split-K adds launches: 143x849x3291 NN 1.00x -> 0.80x),
 COPY_SHARE = 0.8     # ... cost at most this share of the kernel they feed,
+SPLIT_COPY_SHARE = 0.1  # ... or, into a split one, at most this share (the skinny operand of 4096x16x16384
+                     # NN: 0.94x -> 1.34x; 8 plans 1.03x -> 1.36x, session 16),
 MIN_STAGE_K = 16     # ... and feed at least half a 32-deep K step (the persistent TMA kernels overlap one
                      # tile's stores with the next one's loads, so shallow K pays: 4687x9902x35 NN 0.69x -> 0.95x)
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
@@ -194,8 +196,9 @@ def pack_choice(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda
 def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: bool, split: bool = False) -> bool:
     """Whether copies predicted to take ``copy_ms`` before a kernel predicted at ``kernel_ms`` (a TMA
     kernel or not, split-K or not) may replace a plan predicted at ``own_ms``: always at SMALL_PACK_MS and
-    above; below it (down to MIN_PACK_MS, under which nothing copies) only into an unsplit TMA kernel
-    (SMALL_NEEDS_TMA), where the copies cost at most COPY_SHARE of that kernel and K is at least
+    above; below it (down to MIN_PACK_MS, under which nothing copies) only into a TMA kernel
+    (SMALL_NEEDS_TMA), where the copies cost at most COPY_SHARE of that kernel (SPLIT_COPY_SHARE of a
+    split one: its reduce is one more launch, so only a skinny operand's copy pays) and K is at least
     MIN_STAGE_K. A/Bs on the H100 (benchmarks/ab_plans.py): in session 10 copying into the TMA kernel's
     layout won up to 1.6x on mid-size shapes (468x8958x654 NN: 0.94x -> 1.47x cuBLAS, 6106x1624x264 TT:
     1.03x -> 1.41x); copies into cp.async kernels lost 4 of 6 (174x2792x3814 NT: 0.97x -> 0.64x). In
@@ -208,13 +211,16 @@ def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: 
     (False, False)
     >>> small_copy_ok(0.04, 0.001, 0.03, 4096, True), small_copy_ok(0.30, 0.2, 0.05, 16, False)
     (False, True)
-    >>> small_copy_ok(0.15, 0.01, 0.10, 347, True, split=True), small_copy_ok(0.25, 0.01, 0.10, 347, True, split=True)
+    >>> small_copy_ok(0.15, 0.02, 0.10, 347, True, split=True), small_copy_ok(0.25, 0.02, 0.10, 347, True, split=True)
     (False, True)
+    >>> small_copy_ok(0.15, 0.005, 0.10, 347, True, split=True)   # a skinny operand's copy into a split kernel
+    True
     """
     if own_ms < MIN_PACK_MS:
         return False
-    return own_ms >= SMALL_PACK_MS or ((tma or not SMALL_NEEDS_TMA) and not split
-                                       and copy_ms <= COPY_SHARE * kernel_ms and K >= MIN_STAGE_K)
+    share = SPLIT_COPY_SHARE if split else COPY_SHARE
+    return own_ms >= SMALL_PACK_MS or ((tma or not SMALL_NEEDS_TMA) and copy_ms <= share * kernel_ms
+                                       and K >= MIN_STAGE_K)
 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:
