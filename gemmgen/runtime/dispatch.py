@@ -44,8 +44,9 @@ SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on 
 SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%)
                      # that is not split (split-K adds launches: 143x849x3291 NN 1.00x -> 0.80x),
 COPY_SHARE = 0.8     # ... cost at most this share of the kernel they feed,
-SPLIT_COPY_SHARE = 0.1  # ... or, into a split one, at most this share (the skinny operand of 4096x16x16384
-                     # NN: 0.94x -> 1.34x; 8 plans 1.03x -> 1.36x, session 16),
+SPLIT_COPY_SHARE = 0.3  # ... or, into a split one, at most this share (the skinny operand of 4096x16x16384
+                     # NN: 0.94x -> 1.34x; 0 -> 0.1: 8 plans 1.03x -> 1.36x, 0.1 -> 0.3: 3 plans 1.18x ->
+                     # 1.30x, 0.3 -> 0.8: 26 plans 1.058x -> 1.048x; session 16),
 MIN_STAGE_K = 16     # ... and feed at least half a 32-deep K step (the persistent TMA kernels overlap one
                      # tile's stores with the next one's loads, so shallow K pays: 4687x9902x35 NN 0.69x -> 0.95x)
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
@@ -211,7 +212,7 @@ def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: 
     (False, False)
     >>> small_copy_ok(0.04, 0.001, 0.03, 4096, True), small_copy_ok(0.30, 0.2, 0.05, 16, False)
     (False, True)
-    >>> small_copy_ok(0.15, 0.02, 0.10, 347, True, split=True), small_copy_ok(0.25, 0.02, 0.10, 347, True, split=True)
+    >>> small_copy_ok(0.15, 0.04, 0.10, 347, True, split=True), small_copy_ok(0.25, 0.04, 0.10, 347, True, split=True)
     (False, True)
     >>> small_copy_ok(0.15, 0.005, 0.10, 347, True, split=True)   # a skinny operand's copy into a split kernel
     True
