@@ -31,11 +31,11 @@ SPILL_FREE = [n for n in names()[names().index("v5"):] if not n.endswith("-wgmma
 RANDOM_PER_LAYOUT = 25                            # x 4 layouts = 100 random configs, one arch each
 
 
-# The interleaved SIMT loop (interleave = true) in every layout: v10's tile and the 256x128x16 tile of the
-# shipped H100 SIMT kernels (247 registers without it).
-INTERLEAVED = [c.replace(layout=lay, bounds="none", interleave=True, label="")
+# The interleaved SIMT loop (interleave = true) in every layout, on whole tiles and checked: v10's tile and
+# the 256x128x16 tile of the shipped H100 SIMT kernels (247 registers without it).
+INTERLEAVED = [c.replace(layout=lay, bounds=bounds, interleave=True, label="")
                for c in (preset("v10"), preset("v10").replace(BM=256, BK=16, WM=64, WN=64, WMITER=2, WNITER=4))
-               for lay in ("NN", "NT", "TN", "TT")]
+               for lay in ("NN", "NT", "TN", "TT") for bounds in ("none", "checked")]
 
 
 def _random_configs():

@@ -55,7 +55,7 @@ CASES = {
     "wmma stages": (preset("wmma").replace(stages=3), ["WMMA_PIPELINE"]),
     "wmma swizzle": (preset("wmma-fast").replace(swz_b=8), ["WMMA_DEFAULTS"]),
     "partials outside the half family": (preset("tf32x3").replace(partials=False), ["PARTIALS"]),
-    "interleave on checked tiles": (preset("v10").replace(interleave=True), ["INTERLEAVE"]),
+    "interleave on cp.async stages": (preset("v10").replace(interleave=True, stages=3, async_copy=True), ["INTERLEAVE"]),
     "interleave without the register double buffer": (preset("v8").replace(stages=3, async_copy=True, bounds="none",
                                                                            interleave=True), ["INTERLEAVE"]),
     "interleave of a tensor-core family": (preset("tf32x3").replace(interleave=True), ["TENSOR_CORE_DEFAULTS"]),

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 def needs_aligned_pointers(c) -> bool:
     """Whether the kernel reads A and B from 16-byte aligned first elements without checking them
-    (TMA descriptors, the fast path's vector loads)."""
-    return c.tma or (c.family != "naive" and c.bounds != "checked")
+    (TMA descriptors, the fast path's and the interleaved SIMT loop's vector loads)."""
+    return c.tma or (c.family != "naive" and c.bounds != "checked") or c.interleave
 
 
 def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
@@ -42,6 +42,9 @@ def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None =
         per = 16 // c.elem_bytes
         return next((f"TMA needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
                      for name in ("lda", "ldb") if lds[name] % per), None)
+    if c.interleave and c.bounds == "checked":   # vector loads with no fallback; edges are checked
+        return next((f"the interleaved loop reads 16-byte rows: needs {name} % {16 // c.elem_bytes} == 0, "
+                     f"got {name}={lds[name]}" for name in ("lda", "ldb") if lds[name] % (16 // c.elem_bytes)), None)
     if c.family == "naive" or c.bounds == "checked":
         return None
     return _fast_path_refuses(c, M, N, K, lds)

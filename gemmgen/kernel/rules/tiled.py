@@ -156,16 +156,15 @@ def _split_k(c, d):
 
 @_simt("INTERLEAVE")
 def _interleave(c, d):
-    """The interleaved loop rides on the register-staged double buffer with fragment prefetch, on whole
-    tiles only: its copies go out at K step 1 and its stores come before the last step, so BK leaves
-    room for both."""
+    """The interleaved loop rides on the register-staged double buffer with fragment prefetch: its copies
+    go out at K step 1 and its stores come before the last step, so BK leaves room for both."""
     if not c.interleave:
         return None
-    if c.stages != 2 or c.async_copy or not c.prefetch or c.frag != "lds" or c.bounds != "none":
-        return ("interleave needs the register-staged double buffer with prefetched shared-memory fragments on "
-                f"whole tiles (stages = 2, async_copy = false, prefetch = true, frag = 'lds', bounds = 'none'); got "
+    if c.stages != 2 or c.async_copy or not c.prefetch or c.frag != "lds":
+        return ("interleave needs the register-staged double buffer with prefetched shared-memory fragments "
+                f"(stages = 2, async_copy = false, prefetch = true, frag = 'lds'); got "
                 f"stages = {c.stages}, async_copy = {str(c.async_copy).lower()}, prefetch = {str(c.prefetch).lower()}, "
-                f"frag = {c.frag!r}, bounds = {c.bounds!r}")
+                f"frag = {c.frag!r}")
     rows = c.WMITER * c.TM
     staged = (c.BM * c.BK + c.BN * c.BK) // max(c.threads, 1)   # floats a thread stages: at most one store each
     steps = -(-staged // max(rows, 1))
