@@ -8,8 +8,10 @@ shipped entries and cuBLAS times stay as they are), so new candidate kernels joi
     python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json \\
         --results-b results/nvidia-h100-80gb-hbm3.json --random 24 --seed 13 --only-changed
 
-A kernel already in the shipped file is left alone (re-time it by deleting it first). ``--out`` writes the
-merged file elsewhere instead of over the shipped one.
+A kernel already in the shipped file is left alone (re-time it by deleting it first), unless
+``--add-shapes``: then the shapes the fresh run timed and the shipped file lacks are added to it (a
+kernel first timed on a small grid, then on a larger one). ``--out`` writes the merged file elsewhere
+instead of over the shipped one.
 """
 from __future__ import annotations
 
@@ -18,12 +20,19 @@ import json
 import sys
 
 
-def merge(shipped: dict, fresh: dict) -> list[str]:
-    """Add fresh's timed kernels that shipped lacks to shipped (in place); their names."""
+def merge(shipped: dict, fresh: dict, add_shapes: bool = False) -> list[str]:
+    """Add fresh's timed kernels that shipped lacks to shipped (in place), and with ``add_shapes`` the
+    shapes of kernels it has that it lacks; the names of the kernels added to."""
     have = shipped["timings"]["kernels"]
     added = [name for name, k in fresh["timings"]["kernels"].items() if name not in have and k["ms"]]
     for name in added:
         have[name] = fresh["timings"]["kernels"][name]
+    if add_shapes:
+        for name, k in fresh["timings"]["kernels"].items():
+            new = {s: ms for s, ms in k["ms"].items() if name in have and s not in have[name]["ms"]}
+            if new and name not in added:
+                have[name]["ms"].update(new)
+                added.append(name)
     return added
 
 
@@ -33,6 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("shipped", help="the results file to add to (results/<gpu>.json)")
     ap.add_argument("fresh", help="the results file a --timings-only run wrote")
     ap.add_argument("--out", help="write the merged file here (default: over SHIPPED)")
+    ap.add_argument("--add-shapes", action="store_true", help="also add new shapes to kernels SHIPPED has")
     args = ap.parse_args(argv)
     try:
         shipped, fresh = (json.load(open(p)) for p in (args.shipped, args.fresh))
@@ -43,11 +53,11 @@ def main(argv=None) -> int:
         print(f"merge_timings: {args.fresh} holds another GPU's results ({fresh.get('device', {}).get('name')!r})",
               file=sys.stderr)
         return 2
-    added = merge(shipped, fresh)
+    added = merge(shipped, fresh, args.add_shapes)
     with open(args.out or args.shipped, "w") as fh:
         json.dump(shipped, fh, indent=2)
         fh.write("\n")
-    print(f"added {len(added)} kernels" + "".join(f"\n  {n} ({len(fresh['timings']['kernels'][n]['ms'])} shapes)"
+    print(f"added to {len(added)} kernels" + "".join(f"\n  {n} ({len(fresh['timings']['kernels'][n]['ms'])} shapes)"
                                                    for n in added))
     return 0
 

@@ -77,9 +77,11 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
         copy_b = flip_b or not rows_aligned or ldb % align != 0
         lda2 = copied_ld("A", other[0], M, N, K, align) if copy_a else lda
         ldb2 = copied_ld("B", other[1], M, N, K, align) if copy_b else ldb
-        found = best(fits_for(other), M, N, K, other, lda2, ldb2, ldc, True)
-        if found is None or ((own_near or not found[1].config.tma)
-                             and not found[1].measured_near(here, True)):
+        # only kernels whose prediction may compete: the best of all could be an extrapolation that
+        # hides a measured one just behind it
+        fair = [f for f in fits_for(other) if f.measured_near(here, True) or (f.config.tma and not own_near)]
+        found = best(fair, M, N, K, other, lda2, ldb2, ldc, True)
+        if found is None:
             continue
         copy_ms = copies_ms(M, N, K, layout, other, copy_a, copy_b, bandwidth, elem)
         total = found[0] + copy_ms

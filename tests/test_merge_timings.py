@@ -1,0 +1,45 @@
+"""benchmarks/merge_timings.py: new kernels join a shipped results file; with --add-shapes, kernels it
+already has gain the shapes a larger grid timed, and never lose or overwrite a stored time."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "merge_timings.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("merge_timings", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _file(path: Path, kernels: dict) -> Path:
+    path.write_text(json.dumps({"schema": 1, "device": {"name": "GPU X"}, "entries": {},
+                                "timings": {"kernels": kernels, "cublas": {}}}))
+    return path
+
+
+def test_new_kernels_join_and_known_ones_gain_only_new_shapes(tmp_path):
+    shipped = _file(tmp_path / "a.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 1.0}}})
+    fresh = _file(tmp_path / "b.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 9.0, "2x2x2/NT": 2.0}},
+                                        "k2": {"config": {}, "ms": {"3x3x3/NN": 3.0}},
+                                        "k3": {"config": {}, "ms": {}}})
+    mod = _module()
+    out = tmp_path / "plain.json"
+    assert mod.main([str(shipped), str(fresh), "--out", str(out)]) == 0
+    ks = json.loads(out.read_text())["timings"]["kernels"]
+    assert set(ks) == {"k1", "k2"} and ks["k1"]["ms"] == {"1x1x1/NN": 1.0}   # k3 was never timed
+    assert mod.main([str(shipped), str(fresh), "--add-shapes"]) == 0
+    ks = json.loads(shipped.read_text())["timings"]["kernels"]
+    assert ks["k1"]["ms"] == {"1x1x1/NN": 1.0, "2x2x2/NT": 2.0} and ks["k2"]["ms"] == {"3x3x3/NN": 3.0}
+
+
+def test_another_gpus_file_is_refused(tmp_path, capsys):
+    shipped = _file(tmp_path / "a.json", {})
+    other = tmp_path / "b.json"
+    other.write_text(json.dumps({"device": {"name": "GPU Y"}, "timings": {"kernels": {}}}))
+    assert _module().main([str(shipped), str(other)]) == 2
+    assert "another GPU" in capsys.readouterr().err
