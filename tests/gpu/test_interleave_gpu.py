@@ -23,23 +23,14 @@ CHECKED = {f"{k}-checked": c.replace(bounds="checked") for k, c in CONFIGS.items
 RAGGED = ["1000x1000x1000", "257x129x17", "100x60x8", "300x500x700", "513x260x36", "256x128x48"]
 
 
+CASES = [(name, shape) for name in CONFIGS for shape in SHAPES] + [(name, shape) for name in CHECKED for shape in RAGGED]
+
+
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name,shape", CASES)
 def test_interleaved_loop_is_correct(session, name, shape, layout):
-    cfg = CONFIGS[name].replace(layout=layout)
-    s = Shape.parse(shape, layout)
-    if cfg.accepts(s.M, s.N, s.K):
-        pytest.skip(f"{cfg.name}: {cfg.accepts(s.M, s.N, s.K)}")
-    errors = session.check(cfg, s, seed=hash((name, shape)) % 1000)
-    assert errors["err_cublas"] <= gate_bound(cfg) and errors["err_fp64"] <= gate_bound(cfg)
-
-
-@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("shape", RAGGED)
-@pytest.mark.parametrize("name", CHECKED)
-def test_checked_interleaved_loop_is_correct_on_ragged_shapes(session, name, shape, layout):
-    cfg = CHECKED[name].replace(layout=layout)
+    """Whole tiles for every config; ragged shapes for the checked ones."""
+    cfg = {**CONFIGS, **CHECKED}[name].replace(layout=layout)
     s = Shape.parse(shape, layout)
     if cfg.accepts(s.M, s.N, s.K):
         pytest.skip(f"{cfg.name}: {cfg.accepts(s.M, s.N, s.K)}")
