@@ -1,9 +1,10 @@
 """Which shapes a kernel config computes correctly: :meth:`KernelConfig.accepts` asks :func:`refusal`.
 
 Checked-bounds kernels take every shape and leading dimension (misaligned operands fall back to
-scalar loads inside the kernel); TMA kernels need 16-byte rows of A and B; the fast path needs
-whole tiles and aligned rows. Both of those also need A and B to start on 16-byte boundaries, which
-only the caller knows (``aligned``). This module reads only the config's attributes (it imports nothing).
+scalar loads inside the kernel), but for the interleaved SIMT loop, whose copies are vectors with no
+fallback (16-byte rows); TMA kernels need 16-byte rows of A and B; the fast path needs whole tiles
+and aligned rows. All of those also need A and B to start on 16-byte boundaries, which only the
+caller knows (``aligned``). This module reads only the config's attributes (it imports nothing).
 
 >>> from gemmgen.kernel.config import KernelConfig
 >>> KernelConfig().accepts(100, 100, 100) is None, KernelConfig(bounds="none").accepts(100, 128, 8)

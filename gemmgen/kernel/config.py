@@ -73,7 +73,7 @@ class KernelConfig:
     async_copy: bool = False      # cp.async global->shared copies (sm_80+)
     prefetch: bool = False        # overlap: simt fragments of k+1 / wgmma split of stage k+1
     frag: str = "lds"             # fragment loads: lds from shared, or shfl within the warp
-    interleave: bool = False      # simt, whole tiles: copies, stores, fragment loads ride on FMA rows
+    interleave: bool = False      # simt: copies, stores, fragment loads ride on FMA rows (16-byte rows)
     split_k: int = 1              # K slices computed by separate blocks
     reduce: str = "atomic"        # how split-K partial sums meet: atomic or workspace
     bounds: str = "checked"       # checked edges (any shape) or none (tile-divisible shapes only)
