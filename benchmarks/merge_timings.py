@@ -20,19 +20,19 @@ import json
 import sys
 
 
-def merge(shipped: dict, fresh: dict, add_shapes: bool = False) -> list[str]:
+def merge(shipped: dict, fresh: dict, add_shapes: bool = False) -> dict[str, int]:
     """Add fresh's timed kernels that shipped lacks to shipped (in place), and with ``add_shapes`` the
-    shapes of kernels it has that it lacks; the names of the kernels added to."""
-    have = shipped["timings"]["kernels"]
-    added = [name for name, k in fresh["timings"]["kernels"].items() if name not in have and k["ms"]]
-    for name in added:
-        have[name] = fresh["timings"]["kernels"][name]
-    if add_shapes:
-        for name, k in fresh["timings"]["kernels"].items():
-            new = {s: ms for s, ms in k["ms"].items() if name in have and s not in have[name]["ms"]}
-            if new and name not in added:
+    shapes of kernels it has that it lacks; kernel name -> how many shapes were added to it."""
+    have, added = shipped["timings"]["kernels"], {}
+    for name, k in fresh["timings"]["kernels"].items():
+        if name not in have:
+            if k["ms"]:
+                have[name], added[name] = k, len(k["ms"])
+        elif add_shapes:
+            new = {s: ms for s, ms in k["ms"].items() if s not in have[name]["ms"]}
+            if new:
                 have[name]["ms"].update(new)
-                added.append(name)
+                added[name] = len(new)
     return added
 
 
@@ -57,8 +57,7 @@ def main(argv=None) -> int:
     with open(args.out or args.shipped, "w") as fh:
         json.dump(shipped, fh, indent=2)
         fh.write("\n")
-    print(f"added to {len(added)} kernels" + "".join(f"\n  {n} ({len(fresh['timings']['kernels'][n]['ms'])} shapes)"
-                                                   for n in added))
+    print(f"added to {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
     return 0
 
 
