@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     from gemmgen.base.devices import detect
     from gemmgen.measure.problem import cublas_call
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
-    from gemmgen.runtime import library
+    from gemmgen.runtime import calls, library
 
     owners = {}
     for name in knobs:
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     libs = tuple(side_library(path) for path in (args.results_a, args.results_b))
     key = (cupy.cuda.Device().id, False)
     spec = detect(key[0])
-    rows = []
+    rows, prepared = [], ({}, {})
     for M, N, K, L in shapes:
         A, B, a_store, b_store = operands(M, N, K, L, 0)
         lda, ldb = leading_dims(A, B, L)
@@ -121,13 +121,14 @@ def main(argv=None) -> int:
             continue
         outs = [cupy.full((M, N), cupy.nan, dtype=cupy.float32) for _ in range(3)]
 
-        def side(lib, out):
+        def side(lib, out, prepared):
             def run():
-                library._LIBRARIES[key] = lib     # matmul runs this side's library (and its plans)
+                library._LIBRARIES[key] = lib     # matmul runs this side's library (and its plans) ...
+                calls.swap(prepared)              # ... and the requests it prepared
                 gemmgen.matmul(A, B, out=out)
             return run
 
-        runs = [side(libs[0], outs[0]), side(libs[1], outs[1]), cublas_call("fp32", Shape(M, N, K, L), a_store, b_store, outs[2])]
+        runs = [side(libs[0], outs[0], prepared[0]), side(libs[1], outs[1], prepared[1]), cublas_call("fp32", Shape(M, N, K, L), a_store, b_store, outs[2])]
         for run in runs:
             run()
         ref = cupy.matmul(A.astype(cupy.float64), B.astype(cupy.float64))

@@ -16,7 +16,7 @@ from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules import InvalidConfig, explain
 from gemmgen.kernel.rules import common as common_rules
 from gemmgen.measure import tensormap
-from gemmgen.measure.launch import LoadedKernel, Operands
+from gemmgen.measure.launch import LoadedKernel
 
 F16 = preset("f16-tma").replace(label="")   # 128x256x64, 4 stages, accumulating on the tensor cores
 CONFIGS = {
@@ -198,11 +198,11 @@ def test_launch_describes_both_operands_k_major(monkeypatch):
     monkeypatch.setattr("gemmgen.measure.launch.encode", lambda *a: calls.append(a) or tensormap.encode_args(*a))
     cfg = CONFIGS["bf16-128x256-direct"]
     fake = SimpleNamespace(config=cfg, _maps={})
-    ops = Operands(M=777, N=1234, K=520, A=0x10000, lda=528, B=0x90000, ldb=536, C=0x100000, ldc=1235)
-    maps = LoadedKernel._tensor_maps(fake, ops)
+    ops = (0x10000, 528, 0x90000, 536, 777, 1234, 520)   # A, lda, B, ldb, M, N, K
+    maps = LoadedKernel.tensor_maps(fake, *ops)
     assert calls == [(0x10000, "bf16", 520, 777, 528, 64, 128), (0x90000, "bf16", 520, 1234, 536, 64, 256)]
     assert maps[0][3:5] == ([520, 777], [1056]) and maps[1][3:5] == ([520, 1234], [1072])
-    assert LoadedKernel._tensor_maps(fake, ops) is maps and len(calls) == 2
+    assert LoadedKernel.tensor_maps(fake, *ops) is maps and len(calls) == 2
 
 
 # ---- rendering ------------------------------------------------------------------------------------------

@@ -229,10 +229,16 @@ class _FakeKernel:
     def __init__(self, bounds="checked", workspace=0):
         import types
 
-        self.config = types.SimpleNamespace(bounds=bounds)
-        self.launches = []
-        self.loaded = types.SimpleNamespace(workspace_floats=lambda M, N: workspace,
-                                            launch=lambda *args: self.launches.append(args))
+        self.config = types.SimpleNamespace(bounds=bounds, tma=False, interleave=False, family="simt")
+        self.launches = []   # (the operands as a namespace, the stream, the workspace pointer)
+
+        def prepared(M, N, K, lda, ldb, ldc):
+            def launch(A, B, C, alpha, beta, stream, work):
+                ops = types.SimpleNamespace(M=M, N=N, K=K, A=A, lda=lda, B=B, ldb=ldb, C=C, ldc=ldc, alpha=alpha, beta=beta)
+                self.launches.append((ops, stream, work))
+            return launch
+
+        self.loaded = types.SimpleNamespace(workspace_floats=lambda M, N: workspace, prepared=prepared)
 
 
 @pytest.fixture
@@ -250,7 +256,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(launch, "_PLANS", {})
     monkeypatch.setattr(launch, "check_matmul", check)
     monkeypatch.setattr(launch, "_current_device", lambda: None)
-    monkeypatch.setattr(launch, "current_stream", lambda dev: "torch's current stream")
+    monkeypatch.setattr(launch, "raw_stream", lambda dev: "torch's current stream")
     monkeypatch.setattr(launch, "_kernel", lambda *key: state["picked"].append(key[4:7]) or state["kernel"])
     return launch, state
 
@@ -265,7 +271,7 @@ def test_launch_reads_operands_where_they_lie(fake_gpu, a, b, request_):
     a, b = a(), b()
     out = launch.gemm(a, b, None, None)
     (ops, stream, workspace), = state["kernel"].launches
-    assert state["picked"] == [request_] and stream == "torch's current stream" and workspace is None
+    assert state["picked"] == [request_] and stream == "torch's current stream" and workspace == 0
     assert (ops.M, ops.N, ops.K, ops.A, ops.B, ops.C, ops.ldc) == (5, 6, 8, a.data_ptr(), b.data_ptr(), out.data_ptr(), 6)
     assert (ops.lda, ops.ldb, ops.alpha, ops.beta) == (*request_[1:], 1.0, 0.0)
 
@@ -297,13 +303,15 @@ def test_deterministic_mode_is_part_of_the_request(fake_gpu):
     assert picked == [False, True]
 
 
-def test_launch_gives_a_fast_path_kernel_aligned_copies(fake_gpu):
+def test_misaligned_operands_of_a_fast_path_kernel_get_a_kernel_that_reads_them(fake_gpu):
+    """The plan's kernel reads A and B from 16-byte aligned pointers without checking them; operands that
+    start elsewhere are served, as they are, by the kernel the library picks for misaligned ones."""
     launch, state = fake_gpu
     state["kernel"] = _FakeKernel(bounds="none")
-    a = torch.zeros(4, 9)[:, 1:]            # rows of 8 floats starting 4 bytes into the storage
+    a = torch.zeros(4, 9)[:, 1:]            # rows of 8 floats 9 apart, starting 4 bytes into the storage
     launch.gemm(a, torch.zeros(8, 4), None, None)
-    assert state["picked"] == [("NN", 9, 4), ("NN", 8, 4)]
-    assert state["kernel"].launches[0][0].A % 16 == 0
+    assert state["picked"] == [("NN", 9, 4), ("NN", 9, 4)]
+    assert state["kernel"].launches[0][0].A == a.data_ptr()
 
 
 def test_strides_no_kernel_reads_are_copied_on_every_call(fake_gpu):

@@ -16,6 +16,7 @@ from ..kernel.config import KernelConfig
 from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
+MAX_PREPARED = 4096   # prepared launches kept per kernel and thread; then they start again
 
 
 def param_struct(name: str, fields: str) -> type:
@@ -43,19 +44,6 @@ class ParamBuffer:
         self.argv = (ctypes.c_void_p * len(struct._fields_))(
             *(base + getattr(struct, name).offset for name, _ in struct._fields_))
         self.argv_ptr = ctypes.addressof(self.argv)
-
-
-def thread_buffer(local: threading.local, which: str, struct: type) -> ParamBuffer:
-    """This thread's parameter buffer ``which`` of ``struct``, kept in ``local`` (made on first use). The
-    driver copies the parameters at launch, so a buffer is refilled right after; per thread, concurrent
-    callers do not share one."""
-    bufs = getattr(local, "bufs", None)
-    if bufs is None:
-        bufs = local.bufs = {}
-    buf = bufs.get(which)
-    if buf is None:
-        buf = bufs[which] = ParamBuffer(struct)
-    return buf
 
 
 @dataclass(frozen=True)
@@ -88,12 +76,11 @@ class LoadedKernel:
         self.module.load(binary.cubin)
         self.functions = {n: self.module.get_function(n) for n in binary.kernel_names}
         self.main = self.functions[config.name]
-        self._atomic, self._workspace = config.split_atomic, config.split_workspace
+        self._workspace = config.split_workspace
         self._main = self.main.ptr
         self._scale = self.functions[f"{config.name}_scale"].ptr if config.split_atomic else 0
         self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
-        self._block, self._smem, self._grids = config.block(), config.smem_bytes, {}
-        self._tma, self._maps = config.tma, {}
+        self._maps = {}
         self._local = threading.local()
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
@@ -135,68 +122,115 @@ class LoadedKernel:
         reduce through a workspace, owned by the caller (PyTorch's allocator, which CUDA graphs
         capture); None allocates it from CuPy's pool.
 
-        Every kernel goes through cuLaunchKernel with a reused parameter buffer: CuPy's generic
-        argument packing costs ~20 us per launch, this a few. The driver copies the parameters at
-        launch, so a buffer can be refilled right after; buffers are per thread, so concurrent callers
-        do not share them.
+        The launches are :meth:`prepared` once per sizes and thread (a :class:`Launch`): CuPy's generic
+        argument packing costs ~20 us per launch, a prepared launch a few.
         """
         import cupy
 
         stream = stream or cupy.cuda.get_current_stream()
         owned = None
-        if self._atomic:   # C = beta * C first; the split-K slices then add alpha * A@B atomically
-            p = self._params("scale", _SCALE)
-            p.M, p.N, p.beta, p.C, p.ldc = ops.M, ops.N, ops.beta, ops.C, ops.ldc
-            self._run(self._scale, self._elementwise_grid(ops.M * ops.N), (256, 1, 1), 0, stream, "scale")
-        elif self._workspace and workspace is None:
+        if self._workspace and workspace is None:
             with stream:   # from the pool of the stream that uses it, so it is reused only after this work
                 owned = cupy.empty(self.workspace_floats(ops.M, ops.N), dtype=cupy.float32)
             workspace = owned.data.ptr
-        p = self._params("main", _MAIN_TMA if self._tma else _MAIN)
-        if self._tma:
-            p.tmA, p.tmB = self._tensor_maps(ops)
-        p.M, p.N, p.K, p.alpha, p.A, p.lda = ops.M, ops.N, ops.K, ops.alpha, ops.A, ops.lda
-        p.B, p.ldb, p.beta, p.C, p.ldc = ops.B, ops.ldb, ops.beta, ops.C, ops.ldc
-        p.W = workspace if self._workspace else 0
-        self._run(self._main, self._grid(ops.M, ops.N, ops.K), self._block, self._smem, stream, "main")
-        if self._workspace:   # C = alpha * (sum of the slices' partial C) + beta * C
-            p = self._params("reduce", _REDUCE)
-            p.M, p.N, p.alpha, p.beta, p.C, p.ldc, p.W = ops.M, ops.N, ops.alpha, ops.beta, ops.C, ops.ldc, workspace
-            self._run(self._reduce, self._elementwise_grid(ops.M * ops.N), (256, 1, 1), 0, stream, "reduce")
+        self.prepared(ops.M, ops.N, ops.K, ops.lda, ops.ldb, ops.ldc)(
+            ops.A, ops.B, ops.C, ops.alpha, ops.beta, stream.ptr, workspace or 0)
         del owned   # back to the pool: later work on this stream is queued after these kernels
 
-    def _tensor_maps(self, ops: Operands) -> tuple[TmaMap, TmaMap]:
+    def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> "Launch":
+        """This thread's :class:`Launch` of these sizes (made on first use; per thread, because a launch
+        owns its parameter buffers)."""
+        key = (M, N, K, lda, ldb, ldc)
+        launches = getattr(self._local, "launches", None)
+        if launches is None:
+            launches = self._local.launches = {}
+        found = launches.get(key)
+        if found is None:
+            if len(launches) >= MAX_PREPARED:
+                launches.clear()
+            found = launches[key] = Launch(self, *key)
+        return found
+
+    def tensor_maps(self, A: int, lda: int, B: int, ldb: int, M: int, N: int, K: int) -> tuple[TmaMap, TmaMap]:
         """The TMA descriptors of A and B for these operands (cached: encoding costs a driver call).
         Each names the operand as stored, rows of k (K-major tiles, boxes of BK x BM or BK x BN)."""
         c = self.config
-        key = (ops.A, ops.lda, ops.B, ops.ldb, ops.M, ops.N, ops.K)
+        key = (A, lda, B, ldb, M, N, K)
         maps = self._maps.get(key)
         if maps is None:
             if len(self._maps) > 64:
                 self._maps.clear()
-            maps = self._maps[key] = (encode(ops.A, c.tma_type, ops.K, ops.M, ops.lda, c.BK, c.BM),
-                                      encode(ops.B, c.tma_type, ops.K, ops.N, ops.ldb, c.BK, c.BN))
+            maps = self._maps[key] = (encode(A, c.tma_type, K, M, lda, c.BK, c.BM),
+                                      encode(B, c.tma_type, K, N, ldb, c.BK, c.BN))
         return maps
 
     def workspace_floats(self, M: int, N: int) -> int:
         """Floats of workspace a launch on an M x N C needs: one partial C per split-K slice, or 0."""
         return self.config.split_k * M * N if self.config.split_workspace else 0
 
-    def _params(self, which: str, struct: type):
-        return thread_buffer(self._local, which, struct).params
 
-    def _run(self, function: int, grid: tuple, block: tuple, smem: int, stream, which: str) -> None:
-        from cupy.cuda import driver
+class Launch:
+    """One GEMM's kernel sequence on fixed sizes (M, N, K, leading dimensions), prepared once: its
+    parameter buffers hold everything but the pointers and the scalars, and a call fills those and
+    enqueues each kernel with one cuLaunchKernel. The driver copies the parameters at launch, so a
+    buffer is refilled right after; a Launch is used by one thread (:meth:`LoadedKernel.prepared`).
 
-        driver.launchKernel(function, *grid, *block, smem, stream.ptr, self._local.bufs[which].argv_ptr, 0)
+    The sequence follows KernelConfig.kernel_names: an atomic split-K kernel is preceded by the scale
+    kernel (C = beta * C, the slices then add alpha * A@B), a workspace one followed by the reduce
+    kernel (C = alpha * sum of the slices + beta * C). TMA kernels take the tensor maps of A and B,
+    encoded again only when the pointers change (and cached by address in the kernel).
+    """
 
-    def _grid(self, M: int, N: int, K: int) -> tuple:
-        key = (M, N, K)
-        grid = self._grids.get(key)
-        if grid is None:
-            grid = self._grids[key] = self.config.grid(M, N, K)
-        return grid
+    __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "workspace", "_last")
 
-    @staticmethod
-    def _elementwise_grid(count: int) -> tuple:
-        return ((count + 255) // 256, 1, 1)
+    def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
+        c = kernel.config
+        self.kernel, self.M, self.N, self.K, self.lda, self.ldb = kernel, M, N, K, lda, ldb
+        self.tma, self.workspace = c.tma, c.split_workspace
+        self.main = ParamBuffer(_MAIN_TMA if c.tma else _MAIN)
+        p = self.main.params
+        p.M, p.N, p.K, p.lda, p.ldb, p.ldc = M, N, K, lda, ldb, ldc
+        self.grid, self.block, self.smem = c.grid(M, N, K), c.block(), c.smem_bytes
+        self.egrid = ((M * N + 255) // 256, 1, 1)   # the scale and reduce kernels: one thread an element
+        self.fn, self.fn_scale, self.fn_reduce = kernel._main, kernel._scale, kernel._reduce
+        self.scale = self.reduce = None
+        if c.split_atomic:
+            self.scale = ParamBuffer(_SCALE)
+            q = self.scale.params
+            q.M, q.N, q.ldc = M, N, ldc
+        if c.split_workspace:
+            self.reduce = ParamBuffer(_REDUCE)
+            q = self.reduce.params
+            q.M, q.N, q.ldc = M, N, ldc
+        self._last = None   # the (A, B) whose tensor maps the main buffer holds
+
+    def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0) -> None:
+        """Enqueue C = alpha * A@B + beta * C on the raw stream ``stream``; ``workspace``: a pointer to
+        the split-K workspace (:meth:`LoadedKernel.workspace_floats`) where the kernel reduces through one."""
+        launch = _launch_kernel
+        if self.scale is not None:
+            q = self.scale.params
+            q.beta, q.C = beta, C
+            launch(self.fn_scale, *self.egrid, 256, 1, 1, 0, stream, self.scale.argv_ptr, 0)
+        p = self.main.params
+        if self.tma and self._last != (A, B):
+            p.tmA, p.tmB = self.kernel.tensor_maps(A, self.lda, B, self.ldb, self.M, self.N, self.K)
+            self._last = (A, B)
+        p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
+        if self.workspace:
+            p.W = workspace
+        launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
+        if self.reduce is not None:
+            q = self.reduce.params
+            q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace
+            launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
+
+
+def _launch_kernel(*args) -> None:
+    """cuLaunchKernel through CuPy's driver module (bound on first use: CuPy is imported lazily)."""
+    global _launch_kernel
+    from cupy.cuda import driver
+
+    _launch_kernel = driver.launchKernel
+    driver.launchKernel(*args)

@@ -17,11 +17,14 @@ import contextlib
 from typing import Any, Optional
 
 from ..base.devices import require_gpu
-from ..measure.launch import Operands
 from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
+from .calls import Prepared, kept, span_offsets
 from .library import library_for
 from .precision import DTYPE_NAMES, check_family, resolve_precision
-from .transpose import staged, staged_pair
+from .transpose import staged, staging_buffer, stored_shape
+
+_ND = None   # cupy.ndarray, once CuPy is imported (with the three calls below)
+_get_device = _current_stream = _empty = None
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
@@ -44,11 +47,44 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     aligned, or a faster kernel in another layout, see docs/API.md). Strides that no kernel can read
     raise ValueError. ``stream``: a CuPy stream (default: the current one).
 
+    The arguments are checked in full on the first call of a kind (per thread: shapes, strides, dtypes,
+    devices, 16-byte alignment of A and B, options); a repeated call of CuPy arrays then reads their
+    pointers, checks that ``out`` overlaps neither, and enqueues the prepared kernels (:mod:`.calls`).
+
     >>> import cupy, gemmgen                                                 # doctest: +GPU
     >>> C = gemmgen.matmul(cupy.ones((64, 32), cupy.float32), cupy.ones((32, 16), cupy.float32))  # doctest: +GPU
     >>> float(C[0, 0]), C.shape                                              # doctest: +GPU
     (32.0, (64, 16))
     """
+    nd = _ndarray()
+    if type(A) is nd and type(B) is nd and (out is None or type(out) is nd) and (out is not None or beta == 0):
+        # the common case: CuPy arrays in a request of a kind seen before on this thread
+        pa, pb = A.data, B.data
+        key = (A.shape, A.strides, A.dtype, pa.device_id, B.shape, B.strides, B.dtype, pb.device_id,
+               None if out is None else (out.shape, out.strides, out.dtype, out.data.device_id),
+               ((pa.ptr | pb.ptr) & 15) == 0, precision, family, strict)
+        try:
+            call = kept().get(key)
+        except TypeError:   # an unhashable option: the checked route names it
+            return _first_call(None, A, B, out, precision, alpha, beta, stream, strict, family)
+        if call is not None and _get_device() == pa.device_id:
+            pa, pb = pa.ptr, pb.ptr
+            if out is None:
+                c = _empty(A.shape[0], B.shape[1])
+            else:
+                c = out
+                if call.overlaps(pa, pb, out.data.ptr):
+                    raise ValueError(f"out overlaps {call.overlaps(pa, pb, out.data.ptr)} in memory; the kernel "
+                                     "would read what it writes")
+            call(pa, pb, c.data.ptr, float(alpha), float(beta), stream or _current_stream())
+            return c
+        return _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family)
+    return _first_call(None, A, B, out, precision, alpha, beta, stream, strict, family)
+
+
+def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
+    """A request checked in full (one-line errors for bad arguments), its plan made, and it run; where
+    ``key`` is given (CuPy arrays), the prepared request is kept for the next call of its kind."""
     try:
         import cupy
     except ImportError:
@@ -81,20 +117,47 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
         kernel, pack_a, pack_b = library_for(dev, strict).plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family,
                                                                    rows_aligned, a.itemsize)
-        pa, pb = a.data.ptr, b.data.ptr
-        if pack_a or pack_b:   # copied into aligned rows, or the kernel's layout, where predicted to pay
+        stream = stream or cupy.cuda.get_current_stream()
+        if a.itemsize != 4 and (pack_a or pack_b):   # half inputs: aligned copies through CuPy (a rare route)
             run = kernel.config.layout
-            with contextlib.nullcontext() if stream is None else stream:
-                if a.itemsize == 4:   # float32: both into one kept buffer (see transpose.staged_pair)
-                    pa, lda, pb, ldb = staged_pair(a, la, lda, run[0] if pack_a else None,
-                                                   b, lb, ldb, run[1] if pack_b else None, 4)
-                else:
-                    a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
-                    b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
-                    pa, pb = a.data.ptr, b.data.ptr
-        ops = Operands(M, N, K, pa, lda, pb, ldb, c.data.ptr, ldc, float(alpha), float(beta))
-        kernel(ops, stream)
+            with stream:
+                a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
+                b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
+            kernel.loaded.prepared(M, N, K, lda, ldb, ldc)(a.data.ptr, b.data.ptr, c.data.ptr, float(alpha),
+                                                           float(beta), stream.ptr, _workspace(kernel, M, N, stream))
+            return out if out is not None else c
+        spans = (span_offsets(a.shape, a.strides, a.itemsize), span_offsets(b.shape, b.strides, b.itemsize))
+        call = Prepared(kernel, M, N, K, la + lb, lda, ldb, ldc, pack_a, pack_b, stored_shape(a, la),
+                        stored_shape(b, lb), spans, None if out is None else span_offsets(c.shape, c.strides, 4))
+        call(a.data.ptr, b.data.ptr, c.data.ptr, float(alpha), float(beta), stream)
+    if key is not None and a is A and b is B:
+        kept()[key] = call
     return out if out is not None else c
+
+
+def _workspace(kernel, M: int, N: int, stream) -> int:
+    """A split-K workspace from the kept staging buffer (0 where the kernel reduces without one)."""
+    floats = kernel.loaded.workspace_floats(M, N)
+    return staging_buffer(floats, stream).data.ptr if floats else 0
+
+
+class _NoCupy:
+    """What no argument is an instance of (CuPy missing)."""
+
+
+def _ndarray():
+    """cupy.ndarray, with CuPy's calls that the common case makes bound once (a class nothing is an
+    instance of without CuPy: then the checked route says what to install)."""
+    global _ND, _get_device, _current_stream, _empty
+    if _ND is None:
+        try:
+            import cupy
+        except ImportError:
+            return _NoCupy
+        _get_device, _current_stream = cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream
+        _empty = lambda M, N: cupy.empty((M, N), dtype=cupy.float32)
+        _ND = cupy.ndarray
+    return _ND
 
 
 def _output(out, a, b, M: int, N: int, beta: float):

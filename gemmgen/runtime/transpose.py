@@ -6,7 +6,7 @@ so the column reads hit 32 banks), read and written with coalesced rows, edges c
 copy into rows of an aligned length, a warp a row.
 
 Both kernels are launched through cuLaunchKernel with a reused parameter buffer, as the GEMM kernels
-are (:func:`gemmgen.measure.launch.thread_buffer`): CuPy's generic launch path costs ~20 us of host time
+are (:class:`gemmgen.measure.launch.Launch`): CuPy's generic launch path costs ~20 us of host time
 a copy (a strided assignment ~26 us), this a few, and small products are bound by it.
 
 matmul copies float32 operands with :func:`staged_pair`: both copies land in one buffer kept per device,
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 
-from ..measure.launch import param_struct, thread_buffer
+from ..measure.launch import ParamBuffer, param_struct
 from .arrays import aligned_ld, packed
 
 SOURCE = r"""
@@ -77,7 +77,7 @@ KEEP_BYTES = 64 << 20  # staging buffers up to this size are kept for the next c
 _COPY = param_struct("_Copy", "src:p rows:i cols:i lds:q dst:p ldd:q")
 _MODULES: dict[int, object] = {}                 # per device: the compiled SOURCE (holds its functions)
 _FUNCTIONS: dict[tuple[int, str], int] = {}
-_LOCAL = threading.local()   # per thread: launch parameters, and the staging buffers by (device, stream)
+_LOCAL = threading.local()   # per thread: the staging buffers by (device, stream)
 
 
 def _function(name: str) -> int:
@@ -93,15 +93,31 @@ def _function(name: str) -> int:
     return ptr
 
 
-def _launch(name: str, grid: tuple, block: tuple, src: int, rows: int, cols: int, lds: int, dst: int,
-            ldd: int) -> None:
-    import cupy
-    from cupy.cuda import driver
+class Copy:
+    """One copy of a float32 matrix stored as ``rows`` rows of ``cols`` elements, ``lds`` apart, into
+    rows ``ldd`` apart: transposed (``transpose``: the copy's rows are the source's columns) or not
+    (aligned rows). Prepared once on the current device: a call sets the two pointers and enqueues one
+    cuLaunchKernel; a Copy is used by one thread (it owns its parameter buffer)."""
 
-    buf = thread_buffer(_LOCAL, "copy", _COPY)
-    p = buf.params
-    p.src, p.rows, p.cols, p.lds, p.dst, p.ldd = src, rows, cols, lds, dst, ldd
-    driver.launchKernel(_function(name), *grid, *block, 0, cupy.cuda.get_current_stream().ptr, buf.argv_ptr, 0)
+    __slots__ = ("fn", "grid", "buf")
+
+    def __init__(self, transpose: bool, rows: int, cols: int, lds: int, ldd: int):
+        if transpose:
+            self.fn, self.grid = _function("gg_transpose"), (-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y), 1)
+        else:
+            self.fn = _function("gg_pack")
+            self.grid = (max(1, min(PACK_BLOCKS, -(-rows // 8))), min(-(-cols // 256), MAX_TILES_Y), 1)
+        self.buf = ParamBuffer(_COPY)
+        p = self.buf.params
+        p.rows, p.cols, p.lds, p.ldd = rows, cols, lds, ldd
+
+    def __call__(self, src: int, dst: int, stream: int) -> None:
+        """Enqueue the copy from ``src`` to ``dst`` on the raw stream ``stream``."""
+        from cupy.cuda import driver
+
+        p = self.buf.params
+        p.src, p.dst = src, dst
+        driver.launchKernel(self.fn, *self.grid, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
 
 
 def staged(x, have: str, want: str, align: int):
@@ -127,60 +143,76 @@ def staged(x, have: str, want: str, align: int):
 def staged_pair(a, la: str, lda: int, want_a: str | None, b, lb: str, ldb: int, want_b: str | None,
                 align: int) -> tuple[int, int, int, int]:
     """(A's pointer, lda, B's pointer, ldb) after copying the float32 operands whose ``want_*`` names a
-    layout (None: used as they are) into that layout with rows of a multiple of ``align`` elements. Both
-    copies go into one :func:`staging_buffer`, each starting on 256 bytes; ``lda``/``ldb`` are the
-    operands' own leading dimensions (stored rows, as :func:`.arrays.layout_of` gives them)."""
-    out, copies, floats = [a.data.ptr, lda, b.data.ptr, ldb], [], 0
-    for i, (x, have, ld, want) in enumerate(((a, la, lda, want_a), (b, lb, ldb, want_b))):
-        if want:
-            rows, cols = _copied_shape(x, have, want)
-            ldd = aligned_ld(cols, align)
-            copies.append((i, x, have, ld, want, ldd, floats))
-            floats += -(-rows * ldd // 64) * 64      # the next copy starts 256 bytes further on
-    base = staging_buffer(floats).data.ptr
-    for i, x, have, ld, want, ldd, offset in copies:
-        out[2 * i], out[2 * i + 1] = base + 4 * offset, ldd
-        _copy(x, have, ld, want, out[2 * i], ldd)
-    return tuple(out)
-
-
-def staging_buffer(floats: int):
-    """A float32 buffer of at least ``floats`` elements on the current device, for work on the current
-    stream. Up to KEEP_BYTES it is kept per (device, stream, thread) and reused by the next call, which
-    on the same stream runs after this call's kernels; a larger request replaces it. Per thread: two
-    threads enqueueing on one stream would otherwise overwrite each other's copies before use."""
+    layout (None: used as they are) into that layout with rows of a multiple of ``align`` elements, on
+    the current stream. Both copies go into one :func:`staging_buffer`, each starting on 256 bytes (see
+    :func:`pair_copies`); ``lda``/``ldb`` are the operands' own leading dimensions (stored rows, as
+    :func:`.arrays.layout_of` gives them)."""
     import cupy
 
-    key = (cupy.cuda.runtime.getDevice(), cupy.cuda.get_current_stream().ptr)
+    copies, floats, (lda2, ldb2) = pair_copies(stored_shape(a, la), la, lda, want_a, stored_shape(b, lb), lb, ldb,
+                                               want_b, align)
+    out = [a.data.ptr, b.data.ptr]
+    if copies:
+        stream = cupy.cuda.get_current_stream()
+        base = staging_buffer(floats, stream).data.ptr
+        for i, copy, offset in copies:
+            copy(out[i], base + 4 * offset, stream.ptr)
+            out[i] = base + 4 * offset
+    return out[0], lda2, out[1], ldb2
+
+
+def pair_copies(a_stored: tuple[int, int], la: str, lda: int, want_a: str | None, b_stored: tuple[int, int], lb: str,
+                ldb: int, want_b: str | None, align: int) -> tuple[list, int, tuple[int, int]]:
+    """The copies of a pair of float32 operands into one staging buffer, prepared on the current device:
+    ([(0 for A or 1 for B, :class:`Copy`, offset in floats)], the floats the buffer needs, (lda, ldb)
+    after the copies). ``*_stored``: (rows, row length) of each operand as stored in its layout ``l*``;
+    ``want_*``: the layout to copy it into, None for no copy. Each copy starts on 256 bytes."""
+    copies, floats, lds = [], 0, [lda, ldb]
+    for i, (stored, have, ld, want) in enumerate(((a_stored, la, lda, want_a), (b_stored, lb, ldb, want_b))):
+        if want:
+            rows, cols = stored if have == want else stored[::-1]   # the copy's rows
+            lds[i] = aligned_ld(cols, align)
+            copies.append((i, Copy(have != want, *stored, ld, lds[i]), floats))
+            floats += -(-rows * lds[i] // 64) * 64      # the next copy starts 256 bytes further on
+    return copies, floats, (lds[0], lds[1])
+
+
+def staging_buffer(floats: int, stream=None):
+    """A float32 buffer of at least ``floats`` elements on the current device, for work on ``stream``
+    (a CuPy stream; default the current one). Up to KEEP_BYTES it is kept per (device, stream, thread)
+    and reused by the next call, which on the same stream runs after this call's kernels; a larger
+    request replaces it. Per thread: two threads enqueueing on one stream would otherwise overwrite each
+    other's copies before use. The caller holds the array until its kernels are enqueued."""
+    import cupy
+
+    stream = stream or cupy.cuda.get_current_stream()
+    key = (cupy.cuda.runtime.getDevice(), stream.ptr)
     kept = getattr(_LOCAL, "buffers", None)
     if kept is None:
         kept = _LOCAL.buffers = {}
     buf = kept.get(key)
     if buf is None or buf.size < floats:
         kept.pop(key, None)                       # back to the pool before the larger one is taken
-        buf = cupy.empty(max(floats, 1), dtype=cupy.float32)
+        with stream:                              # from the pool of the stream that uses it
+            buf = cupy.empty(max(floats, 1), dtype=cupy.float32)
         if 4 * floats <= KEEP_BYTES:
             kept[key] = buf
     return buf
 
 
-def _stored_shape(x, have: str) -> tuple[int, int]:
+def stored_shape(x, have: str) -> tuple[int, int]:
     """(rows, row length) of matrix x as stored in layout ``have`` (rows contiguous)."""
     return x.shape if have == "N" else (x.shape[1], x.shape[0])
 
 
 def _copied_shape(x, have: str, want: str) -> tuple[int, int]:
     """(rows, row length) of matrix x stored in layout ``want``: its stored shape, or the transpose's."""
-    rows, cols = _stored_shape(x, have)
+    rows, cols = stored_shape(x, have)
     return (rows, cols) if have == want else (cols, rows)
 
 
 def _copy(x, have: str, lds: int, want: str, dst: int, ldd: int) -> None:
     """Copy float32 matrix x (stored in ``have``, rows ``lds`` elements apart) into ``want`` at ``dst``."""
-    rows, cols = _stored_shape(x, have)
-    if have == want:
-        blocks = max(1, min(PACK_BLOCKS, -(-rows // 8)))
-        _launch("gg_pack", (blocks, min(-(-cols // 256), MAX_TILES_Y), 1), (32, 8, 1), x.data.ptr, rows, cols, lds, dst, ldd)
-    else:
-        _launch("gg_transpose", (-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y), 1), (32, 8, 1),
-                x.data.ptr, rows, cols, lds, dst, ldd)
+    import cupy
+
+    Copy(have != want, *stored_shape(x, have), lds, ldd)(x.data.ptr, dst, cupy.cuda.get_current_stream().ptr)

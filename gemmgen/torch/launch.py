@@ -2,9 +2,9 @@
 
 What ``gemmgen.matmul`` does, without its CuPy views: the pointers, strides and shapes come from the
 tensors themselves, the output is allocated by PyTorch's caching allocator (``torch.empty``), and the
-kernel is launched on PyTorch's current stream (its raw pointer wrapped once per stream in a CuPy
-stream, cached). When shapes repeat, a call allocates nothing but the output (and the workspace of a
-split-K kernel that reduces through one) and never waits for the GPU, so it can be captured in a CUDA
+kernel is launched on PyTorch's current stream (its raw handle, through the kernel's prepared launch,
+:class:`gemmgen.measure.launch.Launch`). When shapes repeat, a call allocates nothing but the output
+(and the workspace of a split-K kernel that reduces through one) and never waits for the GPU, so it can be captured in a CUDA
 graph: the kernel of a new request is picked (and compiled, on first use) only outside capture, and a
 first call inside capture raises, asking for a warm-up call.
 
@@ -19,17 +19,15 @@ torch.Size([64, 16])
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import torch
 
 from ..kernel.accepts import needs_aligned_pointers
-from ..measure.launch import Operands
 from ..runtime.library import Kernel
 from .kernels import deterministic, pick as _kernel
 from .tensors import check_matmul, matrix
 
-_STREAMS: dict[tuple, Any] = {}      # (device, raw cudaStream_t) -> CuPy stream over it
 _PLANS: dict[tuple, "Plan"] = {}     # facts of a request (see _key) -> its plan
 MAX_PLANS = 4096                     # then the plans start again (shapes that never repeat)
 # PyTorch's own lookup of the current stream's raw handle (what TorchInductor's generated code calls):
@@ -114,35 +112,13 @@ def _launch(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> 
     # The split-K workspace from PyTorch's allocator: stream-ordered on the current stream, part of
     # the graph under capture, and alive until the kernels are enqueued.
     workspace = torch.empty(floats, dtype=torch.float32, device=out.device) if floats else None
-    kernel.loaded.launch(Operands(plan.M, plan.N, plan.K, A, lda, B, ldb, out.data_ptr(), plan.N, 1.0, 0.0),
-                         current_stream(plan.dev), None if workspace is None else workspace.data_ptr())
+    kernel.loaded.prepared(plan.M, plan.N, plan.K, lda, ldb, plan.N)(
+        A, B, out.data_ptr(), 1.0, 0.0, raw_stream(plan.dev), 0 if workspace is None else workspace.data_ptr())
 
 
-def current_stream(dev: int):
-    """PyTorch's current stream on device ``dev`` as a CuPy stream (one wrapper per stream, cached)."""
-    ptr = _RAW_STREAM(dev) if _RAW_STREAM is not None else torch.cuda.current_stream(dev).cuda_stream
-    stream = _STREAMS.get((dev, ptr))
-    if stream is None:
-        stream = _STREAMS[(dev, ptr)] = _wrap(ptr, dev)
-    return stream
-
-
-class _RawStream:
-    """A raw cudaStream_t in the CUDA stream protocol (what CuPy's Stream.from_external reads)."""
-
-    def __init__(self, ptr: int):
-        self.ptr = ptr
-
-    def __cuda_stream__(self) -> tuple[int, int]:
-        return (0, self.ptr)
-
-
-def _wrap(ptr: int, dev: int):
-    import cupy
-
-    if hasattr(cupy.cuda.Stream, "from_external"):   # CuPy 14; ExternalStream is deprecated there
-        return cupy.cuda.Stream.from_external(_RawStream(ptr))
-    return cupy.cuda.ExternalStream(ptr, dev)
+def raw_stream(dev: int) -> int:
+    """PyTorch's current stream on device ``dev``: its raw cudaStream_t."""
+    return _RAW_STREAM(dev) if _RAW_STREAM is not None else torch.cuda.current_stream(dev).cuda_stream
 
 
 def _current_device() -> int:

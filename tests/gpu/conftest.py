@@ -37,3 +37,14 @@ def worker():
 
     with MeasureWorker(0, floor_s=20.0) as w:
         yield w
+
+
+@pytest.fixture(autouse=True)
+def fresh_prepared_calls():
+    """Each test plans its own matmul requests: a test that swaps the library (monkeypatch) must not
+    meet a request prepared by another test with another plan."""
+    from gemmgen.runtime.calls import forget
+
+    forget()
+    yield
+    forget()
