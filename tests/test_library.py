@@ -117,3 +117,21 @@ def test_precision_follows_dtype(precision, dtype, expect):
 def test_bad_or_contradicting_precision_is_named(precision, dtype, words):
     with pytest.raises(ValueError, match=words):
         resolve_precision(precision, dtype)
+
+
+@pytest.mark.parametrize("request_", [(4504, 2503, 17, "NN"), (4873, 3590, 17, "TN"), (8065, 3792, 23, "TT")])
+def test_a_plan_runs_the_kernel_whose_prediction_made_it(monkeypatch, request_):
+    """A copy into another layout is planned for one kernel of that layout (on these shallow shapes of the
+    shipped H100 timings, a persistent TMA kernel measured near them); plan_for runs that kernel, not the
+    best prediction among all of the layout's kernels (an extrapolated cp.async kernel ran 0.72x cuBLAS
+    at 4504x2503x17 NN where the planned one runs 0.85x; session 17)."""
+    from gemmgen.records.lookup import load_device
+
+    found = load_device("NVIDIA H100 80GB HBM3")
+    lib = KernelLibrary(known("h100"), found.entries, 0, False, found.timings)
+    monkeypatch.setattr(lib, "_load", lambda config, measured: config)   # no GPU: the config stands for it
+    M, N, K, layout = request_
+    lda, ldb = (K if layout[0] == "N" else M), (N if layout[1] == "N" else K)
+    copy_a, copy_b, fit = lib.staged_fit(M, N, K, layout, lda, ldb, N)
+    assert fit.config.layout != layout and fit.config.tma   # the plan changes layout, into a TMA kernel
+    assert lib.plan_for(M, N, K, layout, lda, ldb, N) == (fit.config, copy_a, copy_b)

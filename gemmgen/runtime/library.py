@@ -108,8 +108,11 @@ class KernelLibrary:
             run = fit.config.layout if fit is not None else layout   # the layout the kernel reads (copies make it)
             lda2 = copied_ld("A", run[0], M, N, K, align) if pack_a else lda
             ldb2 = copied_ld("B", run[1], M, N, K, align) if pack_b else ldb
-            kernel = self.kernel_for(M, N, K, run, lda2, ldb2, ldc, precision, family,
-                                     rows_aligned or (pack_a and pack_b))   # copies start aligned
+            if fit is not None:   # the kernel whose prediction made the plan (not a re-pick among all of its layout's)
+                kernel = self._load(fit.config, None)
+            else:
+                kernel = self.kernel_for(M, N, K, run, lda2, ldb2, ldc, precision, family,
+                                         rows_aligned or (pack_a and pack_b))   # copies start aligned
             plan = self._plans[key] = (kernel, pack_a, pack_b)
         return plan
 
