@@ -76,6 +76,19 @@ def test_split_k_sources_name_their_helper_kernels():
     assert f"{workspace.name}_reduce" in workspace.code
 
 
+@pytest.mark.parametrize("cfg", [preset("v12"), preset("tf32x3-wgmma").replace(split_k=4), preset("tf32x3-tma").replace(split_k=2)])
+def test_split_k_reduce_waits_for_the_main_kernel_on_hopper(cfg):
+    """The workspace reduce may start early on sm_90 (gemmgen.measure.pdl): it waits before it reads the
+    slices' partials; below sm_90 the instruction is compiled out. Atomic split-K and unsplit kernels
+    launch as before and carry no griddepcontrol."""
+    ws = cfg.replace(reduce="workspace")
+    code = render(ws, "sm_90").code
+    body = code[code.index(f"{ws.name}_reduce("):]
+    assert body.index("#if __CUDA_ARCH__ >= 900") < body.index("griddepcontrol.wait") < body.index("sum +=")
+    assert "griddepcontrol" not in render(cfg, "sm_90").code                     # atomic split-K
+    assert "griddepcontrol" not in render(cfg.replace(split_k=1), "sm_90").code
+
+
 def test_harness_is_appended_only_when_asked():
     plain, full = emit(preset("v8"), "sm_90"), emit(preset("v8"), "sm_90", harness=True)
     assert "int main(" not in plain

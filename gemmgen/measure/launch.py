@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..build.nvrtc import Binary
 from ..kernel.config import KernelConfig
+from .pdl import Dependent, supported
 from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
@@ -82,6 +83,8 @@ class LoadedKernel:
         self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
         self._maps = {}
         self._local = threading.local()
+        # the workspace reduce as the main kernel's programmatic dependent (Hopper, see .pdl)
+        self.dependent = config.split_workspace and supported(binary.arch)
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
             # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
@@ -182,7 +185,7 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "workspace", "_last")
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "workspace", "_last", "reduce_after")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
@@ -204,6 +207,8 @@ class Launch:
             q = self.reduce.params
             q.M, q.N, q.ldc = M, N, ldc
         self._last = None   # the (A, B) whose tensor maps the main buffer holds
+        # the reduce kernel starts early, waiting in the kernel for the slices' partials (.pdl)
+        self.reduce_after = Dependent(self.egrid, (256, 1, 1), 0) if kernel.dependent and self.reduce is not None else None
 
     def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0) -> None:
         """Enqueue C = alpha * A@B + beta * C on the raw stream ``stream``; ``workspace``: a pointer to
@@ -224,7 +229,10 @@ class Launch:
         if self.reduce is not None:
             q = self.reduce.params
             q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace
-            launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
+            if self.reduce_after is not None:
+                self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr)
+            else:
+                launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
 
 
 def _launch_kernel(*args) -> None:

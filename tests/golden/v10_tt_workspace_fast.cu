@@ -59,6 +59,11 @@ __device__ __forceinline__ void st_vec(float* dst, const float* src) {
 extern "C" __global__ void gg_simt_tt_b128x128x8_w64x32i2x2_t4x4_v4_akp4s1_bp0s1_r8_s2r_fldsp_k2w_fast_reduce(const int M, const int N, const float alpha, const float beta,
                                              float* __restrict__ C, const int ldc, const float* __restrict__ W)
 {
+#if __CUDA_ARCH__ >= 900
+    // Launched as the main kernel's programmatic dependent (Hopper): set up while it finishes, then wait
+    // for its slices' partials.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long MN = (long long)M * N;
     if (i >= MN) return;

@@ -102,6 +102,11 @@ __device__ __forceinline__ int b_off(int k, int n) { return (k) * 264 + (n); }
 extern "C" __global__ void gg_wmma_tn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k2w_chk_f16_reduce(const int M, const int N, const float alpha, const float beta,
                                              float* __restrict__ C, const int ldc, const float* __restrict__ W)
 {
+#if __CUDA_ARCH__ >= 900
+    // Launched as the main kernel's programmatic dependent (Hopper): set up while it finishes, then wait
+    // for its slices' partials.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     const long long MN = (long long)M * N;
     if (i >= MN) return;

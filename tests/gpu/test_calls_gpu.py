@@ -127,3 +127,24 @@ def test_repeated_calls_on_a_stream_and_on_threads():
     for t in threads:
         t.join()
     assert len(errors) == 40 and max(errors) <= 1e-5
+
+
+@pytest.mark.parametrize("split", ["atomic", "workspace"])
+def test_split_k_kernels_run_in_order(session, monkeypatch, split):
+    """Split-K's second kernel runs after the first's results are there (on Hopper the workspace reduce
+    starts early and waits in the kernel, gemmgen.measure.pdl): C = alpha A@B + beta C on every call, on a
+    C large enough that the scale and reduce kernels run several waves."""
+    import cupy as cp
+
+    family = preset("tf32x3-wgmma") if session.spec.cc == (9, 0) else preset("tf32x3", session.spec.arch)
+    cfg = family.replace(split_k=4, reduce=split)
+    _forced(session, monkeypatch, cfg)
+    rng = np.random.default_rng(12)
+    M, N, K = 1500, 1300, 256
+    A, B = _rand(cp, rng, (M, K)), _rand(cp, rng, (K, N))
+    for i in range(6):
+        C0 = _rand(cp, rng, (M, N))
+        out = matmul_module.matmul(A, B, out=C0.copy(), alpha=0.75, beta=1.5)
+        assert rel_error(out, _ref(A, B, 0.75, 1.5, C0)) <= 1e-5, (split, i)
+    launch = next(iter(matmul_module.kept().values())).launch
+    assert (launch.reduce_after is not None) == (split == "workspace" and session.spec.cc == (9, 0))

@@ -1,0 +1,79 @@
+"""Programmatic dependent launch (Hopper): a kernel launched with cuLaunchKernelEx and the attribute
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION may start before the kernel ahead of it on the
+stream has finished; it waits where it needs that kernel's results (``griddepcontrol.wait``), and the
+kernel ahead may let it start early (``griddepcontrol.launch_dependents``).
+
+gemmgen launches one kernel so (:class:`.launch.Launch`): the reduce kernel of a workspace split-K config,
+after the main one. It waits at its start, so only its launch overlaps the main kernel's tail: on the
+H100 6 of 6 workspace plans of random shapes ran 1.1-6.3% faster (benchmarks in docs/PERFORMANCE.md,
+session 17). The main kernel of an atomic split-K config after its scale kernel (waiting before its
+first atomicAdd, its K loop overlapping the scale) was tried and is not done: 33 of 43 such plans gained
+up to 6%, but 8 lost 2-24% (140x1424x1179 NN, 128x128x64 tiles split 4: 31.0 -> 40.8 us), unexplained.
+
+``cuLaunchKernelEx`` is called through ctypes on libcuda (CuPy's driver module does not wrap it); the
+structures follow cuda.h (CUDA 12+). Without the entry point (an older driver) or below sm_90 the
+kernels are launched one after the other as before, and ``griddepcontrol.wait`` returns at once.
+
+>>> ctypes.sizeof(LaunchConfig), ctypes.sizeof(LaunchAttribute)
+(56, 72)
+"""
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+
+PROGRAMMATIC_STREAM_SERIALIZATION = 6   # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+
+
+class LaunchAttribute(ctypes.Structure):
+    """cuda.h's CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union (8-byte aligned)."""
+
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint64 * 8)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """cuda.h's CUlaunchConfig."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
+
+
+@lru_cache(maxsize=1)
+def _launch_ex():
+    """libcuda's cuLaunchKernelEx, or None where the driver lacks it."""
+    try:
+        fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    return fn
+
+
+def supported(arch: str) -> bool:
+    """Whether kernels built for ``arch`` (sm_XX, sm_XXa) are launched as programmatic dependents here."""
+    return int("".join(ch for ch in arch.split("_")[1] if ch.isdigit())) >= 90 and _launch_ex() is not None
+
+
+class Dependent:
+    """One kernel's launch as the programmatic dependent of the work ahead of it on its stream, for a
+    fixed grid, block and shared memory; a call names the stream and the kernel's parameters. Used by
+    one thread (it owns its launch structure)."""
+
+    __slots__ = ("config", "attr", "fn")
+
+    def __init__(self, grid: tuple, block: tuple, smem: int):
+        self.attr = LaunchAttribute()
+        self.attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
+        self.attr.value[0] = 1   # programmaticStreamSerializationAllowed
+        self.config = LaunchConfig(*grid, *block, smem, None, ctypes.pointer(self.attr), 1)
+        self.fn = _launch_ex()
+
+    def __call__(self, function: int, stream: int, argv_ptr: int) -> None:
+        self.config.hStream = stream or None
+        err = self.fn(ctypes.addressof(self.config), function, argv_ptr, None)
+        if err:
+            raise RuntimeError(f"cuLaunchKernelEx failed with CUresult {err} (grid {self.config.gridDimX}x"
+                               f"{self.config.gridDimY}x{self.config.gridDimZ}, a programmatic dependent launch)")
