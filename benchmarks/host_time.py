@@ -1,6 +1,7 @@
-"""GPU time and host time per call of gemmgen.matmul and of cuBLAS SGEMM, apart: the calls queued behind
-a kernel that spins ~30 ms give the GPU's time per call (no host gaps between them); the host loop
-alone, while the GPU is busy with a longer spin, gives the host's. Where host time exceeds GPU time, a
+"""GPU time and host time per call of gemmgen.matmul, cuBLAS SGEMM (CuPy's handle) and cupy.matmul, apart:
+the calls queued behind a kernel that spins ~30 ms give the GPU's time per call (no host gaps between
+them); the host loop alone (200 calls a round, the GPU drained before each round, the best of 8 rounds;
+the GPU keeps up, so the launch queue never fills) gives the host's. Where host time exceeds GPU time, a
 call is bound by Python, not by its kernels. ``--profile`` adds cProfile's view of the first shape.
 
     python benchmarks/host_time.py 4504x2503x17/NN 410x710x592/NN --profile
@@ -45,15 +46,16 @@ def main(argv=None) -> int:
         e1.synchronize()
         return cupy.cuda.get_elapsed_time(e0, e1) / args.calls * 1e3
 
-    def host_us(fn) -> float:
+    def host_us(fn, calls: int = 200, rounds: int = 8) -> float:
+        best = float("inf")
+        for _ in range(rounds):
+            cupy.cuda.runtime.deviceSynchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best = min(best, time.perf_counter() - t0)
         cupy.cuda.runtime.deviceSynchronize()
-        spin((1,), (1,), (cupy.int64(400_000_000),))
-        t0 = time.perf_counter()
-        for _ in range(args.calls):
-            fn()
-        t = (time.perf_counter() - t0) / args.calls * 1e6
-        cupy.cuda.runtime.deviceSynchronize()
-        return t
+        return best / calls * 1e6
 
     first = None
     for text in args.shape:
@@ -62,12 +64,15 @@ def main(argv=None) -> int:
         C = cupy.empty((M, N), cupy.float32)
         ours = lambda: gemmgen.matmul(A, B, out=C)
         theirs = cublas_call("fp32", Shape(M, N, K, layout), a_store, b_store, cupy.empty((M, N), cupy.float32))
+        cupys = lambda: cupy.matmul(A, B, out=C)
         for _ in range(10):
             ours()
             theirs()
+            cupys()
         first = first or ours
         print(f"{M}x{N}x{K}/{layout}: gemmgen GPU {gpu_us(ours):.1f} host {host_us(ours):.1f} | "
-              f"cuBLAS GPU {gpu_us(theirs):.1f} host {host_us(theirs):.1f} us per call", flush=True)
+              f"cuBLAS GPU {gpu_us(theirs):.1f} host {host_us(theirs):.1f} | cupy.matmul host {host_us(cupys):.1f} "
+              "us per call", flush=True)
     if args.profile:
         import cProfile
         import pstats
