@@ -1,0 +1,68 @@
+"""Which matmul plans two results files disagree on, without a GPU: the kernel (and the copies) each
+file's dispatch picks for random untuned shapes and the set, printed where they differ. What to run
+before merging new timings into a shipped results file (docs/PERFORMANCE.md, session 17).
+
+    python benchmarks/plans_diff.py OLD/nvidia-h200.json results/nvidia-h200.json --seeds 1-20 --set
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from matmul_vs_cublas import HERE, load_shapes, random_shapes, tuned_keys  # noqa: E402
+
+
+def seeds(text: str) -> list[int]:
+    """'1-20' or '3,5,8' -> the seeds."""
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(x) for x in text.split(",")]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a", type=Path, help="results file A (e.g. the shipped one before a merge)")
+    ap.add_argument("b", type=Path, help="results file B")
+    ap.add_argument("--seeds", type=seeds, default=seeds("1-20"), help="random seeds, '1-20' or '3,5' (default 1-20)")
+    ap.add_argument("--set", action="store_true", help="also the benchmark set (benchmarks/shapes.toml)")
+    ap.add_argument("--family", help="restrict both dispatches to one family (e.g. simt)")
+    args = ap.parse_args(argv)
+    for path in (args.a, args.b):
+        if not path.is_file():
+            ap.error(f"results file {str(path)!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
+
+    from gemmgen.base.devices import known
+    from gemmgen.records.store import load_file
+    from gemmgen.runtime.library import KernelLibrary
+
+    def library(path: Path) -> KernelLibrary:
+        found = load_file(path)
+        return KernelLibrary(known(found.name), found.entries, timings=found.timings)
+
+    def plan(lib: KernelLibrary, M: int, N: int, K: int, L: str) -> str:
+        lda, ldb = (K if L[0] == "N" else M), (N if L[1] == "N" else K)
+        copy_a, copy_b, fit = lib.staged_fit(M, N, K, L, lda, ldb, N, family=args.family)
+        name = fit.config.name if fit is not None else "(no timed kernel)"
+        return name + (" + copies " + "A" * copy_a + "B" * copy_b if copy_a or copy_b else "")
+
+    libs = library(args.a), library(args.b)
+    grid = tuned_keys()
+    shapes = [s for seed in args.seeds for s in random_shapes(24, seed, grid)]
+    shapes += load_shapes(HERE / "shapes.toml") if args.set else []
+    changed = 0
+    for M, N, K, L in shapes:
+        pa, pb = plan(libs[0], M, N, K, L), plan(libs[1], M, N, K, L)
+        if pa != pb:
+            changed += 1
+            print(f"{M}x{N}x{K}/{L}\n    A {pa}\n    B {pb}")
+    print(f"{changed} of {len(shapes)} plans differ")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

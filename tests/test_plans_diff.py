@@ -1,0 +1,49 @@
+"""benchmarks/plans_diff.py: without a GPU, the plans two results files disagree on, and nothing where
+they are the same file."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "plans_diff.py"
+SHIPPED = ROOT / "results" / "nvidia-h100-80gb-hbm3.json"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("plans_diff", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_file_against_itself_changes_nothing(capsys):
+    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3"]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 of 24 plans differ")
+
+
+def test_a_kernel_taken_out_changes_the_plans_it_served(tmp_path, capsys):
+    mod = _module()
+    data = json.loads(SHIPPED.read_text())
+    # the kernel the shipped timings plan for 4096^3 NN (the set's first large row)
+    from gemmgen.base.devices import known
+    from gemmgen.records.store import load_file
+    from gemmgen.runtime.library import KernelLibrary
+
+    found = load_file(SHIPPED)
+    lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+    planned = lib.staged_fit(4096, 4096, 4096, "NN", 4096, 4096, 4096)[2].config.name
+    del data["timings"]["kernels"][planned]
+    fewer = tmp_path / "nvidia-h100-80gb-hbm3.json"
+    fewer.write_text(json.dumps(data))
+    mod.main([str(SHIPPED), str(fewer), "--seeds", "3", "--set"])
+    out = capsys.readouterr().out
+    assert "4096x4096x4096/NN\n    A " + planned in out and not out.strip().endswith(" 0 of 39 plans differ")
+
+
+def test_a_missing_file_is_named():
+    with pytest.raises(SystemExit):
+        _module().main(["nope.json", str(SHIPPED)])
