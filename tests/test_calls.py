@@ -43,3 +43,28 @@ def test_forget_drops_this_threads_prepared_requests():
     calls.kept()["x"] = 1
     calls.forget()
     assert "x" not in calls.kept()
+
+
+def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
+    """The workspace reduce goes out as a programmatic dependent on sm_90 (gemmgen.measure.pdl); where the
+    driver refuses that launch, the reduce is launched plainly (after the main kernel) and stays so."""
+    from gemmgen.kernel.presets import preset
+    from gemmgen.measure import launch as launch_module
+
+    cfg = preset("v6").replace(split_k=3, reduce="workspace")
+    kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False)
+    plain = []
+    monkeypatch.setattr(launch_module, "_launch_kernel", lambda fn, *args: plain.append(fn))
+    ln = launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200)
+    refused = []
+
+    def refuse(*args):
+        refused.append(args)
+        raise RuntimeError("cuLaunchKernelEx failed with CUresult 1")
+
+    ln.reduce_after = refuse
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0x4000)
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0x4000)
+    assert len(refused) == 1 and ln.reduce_after is None
+    assert plain == [11, 33, 11, 33]   # main, reduce; main, reduce
+    assert ln.reduce.params.W == 0x4000 and ln.main.params.W == 0x4000

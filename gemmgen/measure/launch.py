@@ -230,9 +230,12 @@ class Launch:
             q = self.reduce.params
             q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace
             if self.reduce_after is not None:
-                self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr)
-            else:
-                launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
+                try:
+                    self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr)
+                    return
+                except RuntimeError:   # the driver refused the attribute (a capture it cannot record, say):
+                    self.reduce_after = None   # the reduce waits for nothing then, launched after the main kernel
+            launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
 
 
 def _launch_kernel(*args) -> None:

@@ -62,7 +62,7 @@ class Prepared:
     offsets of A's and B's elements from their pointers, for the per-call check that ``out`` overlaps
     neither (C's are ``out_span``)."""
 
-    __slots__ = ("kernel", "launch", "copies", "floats", "work", "a_span", "b_span", "out_span")
+    __slots__ = ("launch", "copies", "floats", "work", "a_span", "b_span", "out_span")
 
     def __init__(self, kernel, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int,
                  copy_a: bool, copy_b: bool, a_stored: tuple[int, int], b_stored: tuple[int, int],
@@ -72,7 +72,6 @@ class Prepared:
         self.copies, self.floats, (lda2, ldb2) = pair_copies(a_stored, layout[0], lda, run[0] if copy_a else None,
                                                              b_stored, layout[1], ldb, run[1] if copy_b else None,
                                                              align)
-        self.kernel = kernel
         self.launch = kernel.loaded.prepared(M, N, K, lda2, ldb2, ldc)
         self.work = kernel.loaded.workspace_floats(M, N)   # after the copies, in the same kept buffer
         self.a_span, self.b_span = spans

@@ -70,12 +70,11 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
         if call is not None and _get_device() == pa.device_id:
             pa, pb = pa.ptr, pb.ptr
             if out is None:
-                c = _empty(A.shape[0], B.shape[1])
+                c = _empty(A.shape[0], B.shape[1], stream)
             else:
-                c = out
-                if call.overlaps(pa, pb, out.data.ptr):
-                    raise ValueError(f"out overlaps {call.overlaps(pa, pb, out.data.ptr)} in memory; the kernel "
-                                     "would read what it writes")
+                c, clash = out, call.overlaps(pa, pb, out.data.ptr)
+                if clash:
+                    raise ValueError(f"out overlaps {clash} in memory; the kernel would read what it writes")
             call(pa, pb, c.data.ptr, float(alpha), float(beta), stream or _current_stream())
             return c
         return _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family)
@@ -104,12 +103,13 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
         raise ValueError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
     if a.device.id != b.device.id:
         raise ValueError(f"A is on GPU {a.device.id} and B on GPU {b.device.id}; put them on one device")
-    c = _output(out, a, b, M, N, beta)
-    if M == 0 or N == 0:
-        return out if out is not None else c
-    if K == 0:
-        c *= beta
-        return out if out is not None else c
+    with contextlib.nullcontext() if stream is None else stream:   # C from the pool of the stream that writes it
+        c = _output(out, a, b, M, N, beta)
+        if M == 0 or N == 0:
+            return out if out is not None else c
+        if K == 0:   # an empty sum: C = beta * C; beta == 0 writes zeros and never reads C, as the kernels do
+            c[...] = 0 if beta == 0 else c * beta
+            return out if out is not None else c
     (la, lda), (lb, ldb) = layout_of(a, "A"), layout_of(b, "B")
     dev, ldc = a.device.id, c.strides[0] // 4
     rows_aligned = (a.data.ptr | b.data.ptr) % 16 == 0
@@ -123,8 +123,10 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
             with stream:
                 a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
                 b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
+            floats = kernel.loaded.workspace_floats(M, N)
+            work = staging_buffer(floats, stream) if floats else None   # held until the kernels are enqueued
             kernel.loaded.prepared(M, N, K, lda, ldb, ldc)(a.data.ptr, b.data.ptr, c.data.ptr, float(alpha),
-                                                           float(beta), stream.ptr, _workspace(kernel, M, N, stream))
+                                                           float(beta), stream.ptr, 0 if work is None else work.data.ptr)
             return out if out is not None else c
         spans = (span_offsets(a.shape, a.strides, a.itemsize), span_offsets(b.shape, b.strides, b.itemsize))
         call = Prepared(kernel, M, N, K, la + lb, lda, ldb, ldc, pack_a, pack_b, stored_shape(a, la),
@@ -135,10 +137,14 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
     return out if out is not None else c
 
 
-def _workspace(kernel, M: int, N: int, stream) -> int:
-    """A split-K workspace from the kept staging buffer (0 where the kernel reduces without one)."""
-    floats = kernel.loaded.workspace_floats(M, N)
-    return staging_buffer(floats, stream).data.ptr if floats else 0
+def _new_c(M: int, N: int, stream):
+    """A new float32 C from the pool of the stream that will write it (the current one by default)."""
+    import cupy
+
+    if stream is None:
+        return cupy.empty((M, N), dtype=cupy.float32)
+    with stream:
+        return cupy.empty((M, N), dtype=cupy.float32)
 
 
 class _NoCupy:
@@ -155,7 +161,7 @@ def _ndarray():
         except ImportError:
             return _NoCupy
         _get_device, _current_stream = cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream
-        _empty = lambda M, N: cupy.empty((M, N), dtype=cupy.float32)
+        _empty = _new_c
         _ND = cupy.ndarray
     return _ND
 

@@ -9,9 +9,9 @@ Both kernels are launched through cuLaunchKernel with a reused parameter buffer,
 are (:class:`gemmgen.measure.launch.Launch`): CuPy's generic launch path costs ~20 us of host time
 a copy (a strided assignment ~26 us), this a few, and small products are bound by it.
 
-matmul copies float32 operands with :func:`staged_pair`: both copies land in one buffer kept per device,
-stream and thread (:func:`staging_buffer`), so a request repeated with the same shape reuses the same
-addresses. That matters beyond the allocation: a TMA kernel encodes a tensor map per operand address
+matmul copies float32 operands with prepared :class:`Copy` launches (:func:`pair_copies`; :func:`staged_pair`
+does the same in one call): both copies land in one buffer kept per device, stream and thread
+(:func:`staging_buffer`), so a request repeated with the same shape reuses the same addresses. That matters beyond the allocation: a TMA kernel encodes a tensor map per operand address
 (a driver call, ~15 us each), cached by address, and fresh buffers missed that cache on every call.
 
 >>> import cupy                                                          # doctest: +GPU
@@ -181,8 +181,10 @@ def staging_buffer(floats: int, stream=None):
     """A float32 buffer of at least ``floats`` elements on the current device, for work on ``stream``
     (a CuPy stream; default the current one). Up to KEEP_BYTES it is kept per (device, stream, thread)
     and reused by the next call, which on the same stream runs after this call's kernels; a larger
-    request replaces it. Per thread: two threads enqueueing on one stream would otherwise overwrite each
-    other's copies before use. The caller holds the array until its kernels are enqueued."""
+    request up to KEEP_BYTES replaces it, one above gets a buffer of its own and leaves the kept one
+    (its address, and so a TMA kernel's cached tensor maps, stay). Per thread: two threads enqueueing
+    on one stream would otherwise overwrite each other's copies before use. The caller holds the array
+    until its kernels are enqueued."""
     import cupy
 
     stream = stream or cupy.cuda.get_current_stream()
@@ -192,10 +194,11 @@ def staging_buffer(floats: int, stream=None):
         kept = _LOCAL.buffers = {}
     buf = kept.get(key)
     if buf is None or buf.size < floats:
-        kept.pop(key, None)                       # back to the pool before the larger one is taken
+        if 4 * floats <= KEEP_BYTES:
+            kept.pop(key, None)                   # back to the pool before the larger one is taken
         with stream:                              # from the pool of the stream that uses it
             buf = cupy.empty(max(floats, 1), dtype=cupy.float32)
-        if 4 * floats <= KEEP_BYTES:
+        if 4 * floats <= KEEP_BYTES:              # a larger one is this call's alone: the kept one stays
             kept[key] = buf
     return buf
 

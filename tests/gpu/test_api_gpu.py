@@ -126,3 +126,18 @@ def test_kernel_exposes_config_source_and_measured():
     lib = gemmgen.load()
     k = lib.kernel_for(4096, 4096, 4096, "NN")
     assert k.config.name in k.source and (k.measured is None or k.measured["tflops"] > 0)
+
+
+def test_an_empty_sum_is_beta_times_c():
+    """K == 0: C = beta * C; with beta == 0 C is written with zeros and never read (NaN there stays out),
+    as the kernels and SGEMM do; on the stream asked for."""
+    import cupy as cp
+
+    A, B = cp.ones((4, 0), cp.float32), cp.ones((0, 3), cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    out = gemmgen.matmul(A, B, out=cp.full((4, 3), cp.nan, cp.float32), stream=s)
+    s.synchronize()
+    assert bool((out == 0).all())
+    C = cp.arange(12, dtype=cp.float32).reshape(4, 3)
+    assert bool((gemmgen.matmul(A, B, out=C.copy(), beta=2.0) == 2 * C).all())
+    assert bool((gemmgen.matmul(A, B) == 0).all())
