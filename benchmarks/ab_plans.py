@@ -27,13 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import (geomean, leading_dims, operands, parse_shape, random_shapes,  # noqa: E402
-                              rel_error, tuned_keys)
-
-
-def plan_name(plan) -> str:
-    kernel, copy_a, copy_b = plan
-    return kernel.config.name + (f" copies {'A' * copy_a}{'B' * copy_b}" if copy_a or copy_b else "")
+from matmul_vs_cublas import (geomean, leading_dims, operands, parse_shape, plan_name,  # noqa: E402
+                              random_shapes, rel_error, tuned_keys)
 
 
 def side_library(path: str | None):

@@ -73,6 +73,18 @@ def operands(M: int, N: int, K: int, layout: str, seed: int):
     return A, B, a_store, b_store
 
 
+def packed_lds(M: int, N: int, K: int, layout: str) -> tuple[int, int]:
+    """lda, ldb of packed operands in ``layout`` (rows of K or M floats for A, N or K for B): what
+    ``operands`` makes, for plans worked out without arrays."""
+    return (K if layout[0] == "N" else M), (N if layout[1] == "N" else K)
+
+
+def plan_name(plan) -> str:
+    """'kernel name' or 'kernel name copies AB' of a plan (kernel or time model, copy A, copy B)."""
+    kernel, copy_a, copy_b = plan
+    return kernel.config.name + (f" copies {'A' * copy_a}{'B' * copy_b}" if copy_a or copy_b else "")
+
+
 def leading_dims(A, B, layout: str) -> tuple[int, int]:
     """lda, ldb of the operand views ``operands`` returns: their stored rows' lengths in elements."""
     return A.strides[0 if layout[0] == "N" else 1] // 4, B.strides[0 if layout[1] == "N" else 1] // 4

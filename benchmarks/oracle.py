@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import geomean, parse_shape, random_shapes, tuned_keys  # noqa: E402
+from matmul_vs_cublas import geomean, packed_lds, parse_shape, random_shapes, tuned_keys  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
             c = preset(name).replace(layout=L)
             if not explain(c, session.spec) and c.accepts(M, N, K) is None:
                 configs[c.name] = c
-        pick = lib.plan_for(M, N, K, L, K if L[0] == "N" else M, N if L[1] == "N" else K, N)
+        pick = lib.plan_for(M, N, K, L, *packed_lds(M, N, K, L), N)
         per_shape.append((s, configs, pred, pick))
         jobs.update({n: c for n, c in configs.items()})
     t = time.time()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from matmul_vs_cublas import HERE, load_shapes, random_shapes, tuned_keys  # noqa: E402
+from matmul_vs_cublas import HERE, load_shapes, packed_lds, plan_name, random_shapes, tuned_keys  # noqa: E402
 
 
 def seeds(text: str) -> list[int]:
@@ -45,10 +45,8 @@ def main(argv=None) -> int:
         return KernelLibrary(known(found.name), found.entries, timings=found.timings)
 
     def plan(lib: KernelLibrary, M: int, N: int, K: int, L: str) -> str:
-        lda, ldb = (K if L[0] == "N" else M), (N if L[1] == "N" else K)
-        copy_a, copy_b, fit = lib.staged_fit(M, N, K, L, lda, ldb, N, family=args.family)
-        name = fit.config.name if fit is not None else "(no timed kernel)"
-        return name + (" + copies " + "A" * copy_a + "B" * copy_b if copy_a or copy_b else "")
+        copy_a, copy_b, fit = lib.staged_fit(M, N, K, L, *packed_lds(M, N, K, L), N, family=args.family)
+        return plan_name((fit, copy_a, copy_b)) if fit is not None else "(no timed kernel)"
 
     libs = library(args.a), library(args.b)
     grid = tuned_keys()

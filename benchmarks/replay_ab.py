@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dispatch_loo import set_constants  # noqa: E402
-from matmul_vs_cublas import geomean  # noqa: E402
+from matmul_vs_cublas import geomean, packed_lds  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -43,8 +43,7 @@ def main(argv=None) -> int:
     for r in rows:
         M, N, K = map(int, r["shape"].split("x"))
         L = r["layout"]
-        lda, ldb = (K if L[0] == "N" else M), (N if L[1] == "N" else K)
-        _, _, fit = lib.staged_fit(M, N, K, L, lda, ldb, N, "fp32", None)
+        _, _, fit = lib.staged_fit(M, N, K, L, *packed_lds(M, N, K, L), N, "fp32", None)
         plans = {r["a_plan"].split(" ")[0]: r["a_ratio"], r["b_plan"].split(" ")[0]: r["b_ratio"]}
         if fit.config.name in plans:
             scored.append(plans[fit.config.name])

@@ -6,6 +6,7 @@ import types
 import pytest
 
 from gemmgen.runtime import calls
+from gemmgen.runtime.arrays import span_offsets
 
 
 def _prepared(out_span=(0, 4 * 64 * 32)):
@@ -16,7 +17,8 @@ def _prepared(out_span=(0, 4 * 64 * 32)):
 
     kernel = types.SimpleNamespace(config=types.SimpleNamespace(layout="NN"),
                                    loaded=types.SimpleNamespace(prepared=prepared, workspace_floats=lambda M, N: 0))
-    spans = (calls.span_offsets((64, 16), (64, 4), 4), calls.span_offsets((16, 32), (4, 64), 4))   # A rows, B columns
+    matrix = lambda shape, strides: types.SimpleNamespace(shape=shape, strides=strides, itemsize=4)
+    spans = (span_offsets(matrix((64, 16), (64, 4))), span_offsets(matrix((16, 32), (4, 64))))   # A rows, B columns
     call = calls.Prepared(kernel, 64, 32, 16, "NT", 16, 16, 32, False, False, (64, 16), (32, 16), spans, out_span)
     return call, launched
 
@@ -54,7 +56,7 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     cfg = preset("v6").replace(split_k=3, reduce="workspace")
     kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False)
     plain = []
-    monkeypatch.setattr(launch_module, "_launch_kernel", lambda fn, *args: plain.append(fn))
+    monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     ln = launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200)
     refused = []
 

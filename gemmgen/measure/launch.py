@@ -185,12 +185,12 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "workspace", "_last", "reduce_after")
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
         self.kernel, self.M, self.N, self.K, self.lda, self.ldb = kernel, M, N, K, lda, ldb
-        self.tma, self.workspace = c.tma, c.split_workspace
+        self.tma = c.tma
         self.main = ParamBuffer(_MAIN_TMA if c.tma else _MAIN)
         p = self.main.params
         p.M, p.N, p.K, p.lda, p.ldb, p.ldc = M, N, K, lda, ldb, ldc
@@ -213,7 +213,7 @@ class Launch:
     def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0) -> None:
         """Enqueue C = alpha * A@B + beta * C on the raw stream ``stream``; ``workspace``: a pointer to
         the split-K workspace (:meth:`LoadedKernel.workspace_floats`) where the kernel reduces through one."""
-        launch = _launch_kernel
+        launch = launch_kernel
         if self.scale is not None:
             q = self.scale.params
             q.beta, q.C = beta, C
@@ -223,7 +223,7 @@ class Launch:
             p.tmA, p.tmB = self.kernel.tensor_maps(A, self.lda, B, self.ldb, self.M, self.N, self.K)
             self._last = (A, B)
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
-        if self.workspace:
+        if self.reduce is not None:   # the slices' partials go to the workspace
             p.W = workspace
         launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
@@ -238,10 +238,10 @@ class Launch:
             launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
 
 
-def _launch_kernel(*args) -> None:
+def launch_kernel(*args) -> None:
     """cuLaunchKernel through CuPy's driver module (bound on first use: CuPy is imported lazily)."""
-    global _launch_kernel
+    global launch_kernel
     from cupy.cuda import driver
 
-    _launch_kernel = driver.launchKernel
+    launch_kernel = driver.launchKernel
     driver.launchKernel(*args)

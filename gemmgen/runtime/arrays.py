@@ -109,16 +109,30 @@ def layout_of(a, what: str) -> tuple[str, int]:
                      "(e.g. cupy.ascontiguousarray)")
 
 
+def span_offsets(a) -> tuple[int, int]:
+    """[first byte, last byte + 1) of a matrix's elements relative to its data pointer.
+
+    >>> from types import SimpleNamespace as M
+    >>> span_offsets(M(shape=(3, 5), strides=(20, 4), itemsize=4)), span_offsets(M(shape=(3, 5), strides=(4, 16), itemsize=4))
+    ((0, 60), (0, 76))
+    """
+    (r, c), (s0, s1) = a.shape, a.strides
+    return min(0, (r - 1) * s0) + min(0, (c - 1) * s1), max(0, (r - 1) * s0) + max(0, (c - 1) * s1) + a.itemsize
+
+
 def span(a) -> tuple[int, int]:
     """[first byte, last byte + 1) that an array's elements occupy."""
-    (r, c), (s0, s1) = a.shape, a.strides   # matrices only: this runs on every matmul call
-    start = a.data.ptr + min(0, (r - 1) * s0) + min(0, (c - 1) * s1)
-    return start, a.data.ptr + max(0, (r - 1) * s0) + max(0, (c - 1) * s1) + a.itemsize
+    lo, hi = span_offsets(a)
+    return a.data.ptr + lo, a.data.ptr + hi
+
+
+def intersect(s1: int, e1: int, s2: int, e2: int) -> bool:
+    """Whether the byte ranges [s1, e1) and [s2, e2) share a byte."""
+    return s1 < e2 and s2 < e1
 
 
 def overlaps(a, b) -> bool:
-    (s1, e1), (s2, e2) = span(a), span(b)
-    return s1 < e2 and s2 < e1
+    return intersect(*span(a), *span(b))
 
 
 def aligned_ld(n: int, align: int) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 
+from .arrays import intersect
 from .transpose import pair_copies, staging_buffer
 
 MAX_PREPARED = 4096
@@ -46,21 +47,11 @@ def swap(prepared: dict) -> dict:
     return old
 
 
-def span_offsets(shape: tuple, strides: tuple, itemsize: int) -> tuple[int, int]:
-    """[first byte, last byte + 1) of a matrix's elements relative to its data pointer.
-
-    >>> span_offsets((3, 5), (20, 4), 4), span_offsets((3, 5), (4, 16), 4)   # rows 5 apart; columns 4 apart
-    ((0, 60), (0, 76))
-    """
-    (r, c), (s0, s1) = shape, strides
-    return min(0, (r - 1) * s0) + min(0, (c - 1) * s1), max(0, (r - 1) * s0) + max(0, (c - 1) * s1) + itemsize
-
-
 class Prepared:
     """The work of one kind of request: copies of A and/or B into the staging buffer (where the plan
     copies, :mod:`.staging`), then the kernel sequence, each launch prepared. ``spans``: the byte
-    offsets of A's and B's elements from their pointers, for the per-call check that ``out`` overlaps
-    neither (C's are ``out_span``)."""
+    offsets of A's and B's elements from their pointers (:func:`.arrays.span_offsets`), for the per-call
+    check that ``out`` overlaps neither (C's are ``out_span``)."""
 
     __slots__ = ("launch", "copies", "floats", "work", "a_span", "b_span", "out_span")
 
@@ -80,9 +71,9 @@ class Prepared:
     def overlaps(self, pa: int, pb: int, pc: int) -> str | None:
         """'A' or 'B' where ``out`` (at ``pc``) shares memory with that operand, else None."""
         c0, c1 = pc + self.out_span[0], pc + self.out_span[1]
-        if c0 < pa + self.a_span[1] and pa + self.a_span[0] < c1:
+        if intersect(c0, c1, pa + self.a_span[0], pa + self.a_span[1]):
             return "A"
-        if c0 < pb + self.b_span[1] and pb + self.b_span[0] < c1:
+        if intersect(c0, c1, pb + self.b_span[0], pb + self.b_span[1]):
             return "B"
         return None
 

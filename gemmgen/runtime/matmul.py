@@ -17,14 +17,14 @@ import contextlib
 from typing import Any, Optional
 
 from ..base.devices import require_gpu
-from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps
-from .calls import Prepared, kept, span_offsets
+from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps, span_offsets
+from .calls import Prepared, kept
 from .library import library_for
 from .precision import DTYPE_NAMES, check_family, resolve_precision
-from .transpose import staged, staging_buffer, stored_shape
+from .transpose import staged, stored_shape
 
-_ND = None   # cupy.ndarray, once CuPy is imported (with the three calls below)
-_get_device = _current_stream = _empty = None
+_ND = None   # cupy.ndarray, once CuPy is imported (with the two calls below)
+_get_device = _current_stream = None
 
 
 def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, alpha: float = 1.0,
@@ -70,7 +70,7 @@ def matmul(A: Any, B: Any, out: Any = None, *, precision: Optional[str] = None, 
         if call is not None and _get_device() == pa.device_id:
             pa, pb = pa.ptr, pb.ptr
             if out is None:
-                c = _empty(A.shape[0], B.shape[1], stream)
+                c = _new_c(A.shape[0], B.shape[1], stream)
             else:
                 c, clash = out, call.overlaps(pa, pb, out.data.ptr)
                 if clash:
@@ -118,19 +118,17 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
         kernel, pack_a, pack_b = library_for(dev, strict).plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family,
                                                                    rows_aligned, a.itemsize)
         stream = stream or cupy.cuda.get_current_stream()
-        if a.itemsize != 4 and (pack_a or pack_b):   # half inputs: aligned copies through CuPy (a rare route)
+        if a.itemsize != 4 and (pack_a or pack_b):
+            # half inputs: aligned copies through CuPy, fresh each call (a rare route: the copies are new
+            # arrays, so the request is not kept), then the kernel as a prepared request without copies
             run = kernel.config.layout
             with stream:
                 a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
                 b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)
-            floats = kernel.loaded.workspace_floats(M, N)
-            work = staging_buffer(floats, stream) if floats else None   # held until the kernels are enqueued
-            kernel.loaded.prepared(M, N, K, lda, ldb, ldc)(a.data.ptr, b.data.ptr, c.data.ptr, float(alpha),
-                                                           float(beta), stream.ptr, 0 if work is None else work.data.ptr)
-            return out if out is not None else c
-        spans = (span_offsets(a.shape, a.strides, a.itemsize), span_offsets(b.shape, b.strides, b.itemsize))
+            pack_a = pack_b = False
         call = Prepared(kernel, M, N, K, la + lb, lda, ldb, ldc, pack_a, pack_b, stored_shape(a, la),
-                        stored_shape(b, lb), spans, None if out is None else span_offsets(c.shape, c.strides, 4))
+                        stored_shape(b, lb), (span_offsets(a), span_offsets(b)),
+                        None if out is None else span_offsets(c))
         call(a.data.ptr, b.data.ptr, c.data.ptr, float(alpha), float(beta), stream)
     if key is not None and a is A and b is B:
         kept()[key] = call
@@ -154,14 +152,13 @@ class _NoCupy:
 def _ndarray():
     """cupy.ndarray, with CuPy's calls that the common case makes bound once (a class nothing is an
     instance of without CuPy: then the checked route says what to install)."""
-    global _ND, _get_device, _current_stream, _empty
+    global _ND, _get_device, _current_stream
     if _ND is None:
         try:
             import cupy
         except ImportError:
             return _NoCupy
         _get_device, _current_stream = cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream
-        _empty = _new_c
         _ND = cupy.ndarray
     return _ND
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 
+from ..measure import launch as _launch
 from ..measure.launch import ParamBuffer, param_struct
 from .arrays import aligned_ld, packed
 
@@ -112,12 +113,11 @@ class Copy:
         p.rows, p.cols, p.lds, p.ldd = rows, cols, lds, ldd
 
     def __call__(self, src: int, dst: int, stream: int) -> None:
-        """Enqueue the copy from ``src`` to ``dst`` on the raw stream ``stream``."""
-        from cupy.cuda import driver
-
+        """Enqueue the copy from ``src`` to ``dst`` on the raw stream ``stream`` (cuLaunchKernel as the GEMM
+        kernels' launches call it, :func:`gemmgen.measure.launch.launch_kernel`)."""
         p = self.buf.params
         p.src, p.dst = src, dst
-        driver.launchKernel(self.fn, *self.grid, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
+        _launch.launch_kernel(self.fn, *self.grid, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
 
 
 def staged(x, have: str, want: str, align: int):
