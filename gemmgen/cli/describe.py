@@ -15,6 +15,8 @@ def features(c: KernelConfig) -> list[str]:
     """One sentence per idea the kernel uses, in the order the seed progression adds them."""
     if c.family == "naive":
         return _naive(c)
+    if c.family == "skinny":
+        return _skinny(c)
     if c.tensor_core:
         lines = [_tc_tiling(c), _tc_math(c), _k_loop(c), _tc_loads(c)]
         return lines + [text for flag, text in _optional(c) if flag]
@@ -30,6 +32,23 @@ def _naive(c: KernelConfig) -> list[str]:
             "(uncoalesced, 32 transactions each)")
     return [f"one thread per element of C in {c.BM}x{c.BN} blocks; each reads a row of A and a column "
             "of B straight from global memory (no reuse through shared memory)", walk,
+            f"operands: A {_LAYOUT[c.layout[0]]}, B {_LAYOUT[c.layout[1]]}, C row-major"]
+
+
+def _skinny(c: KernelConfig) -> list[str]:
+    split = (f"; {c.split_k} K slices in separate blocks, summed by "
+             + ("atomics into C pre-scaled by beta" if c.reduce == "atomic" else "a reduce kernel over a workspace")
+             if c.split_k > 1 else "")
+    a_tile = ("as stored, [BK][BM] (m contiguous)" if c.a_transposed
+              else "as [BM][BK + 4]: each lane reads a float4 of k from its row, 8 lanes on 8 bank groups")
+    return [f"N <= {c.BN}: each block computes {c.BM} rows of C with {c.threads} threads; each lane owns {c.TM} "
+            f"row(s) and all {c.BN} columns ({c.accumulators} accumulators, fp32 FMA)",
+            f"the {c.warps_k} warp(s) of a block take consecutive parts of its K range and sum their partials in "
+            f"shared memory at the end{split}",
+            f"each warp stages its own tiles of A and B, {c.BK} deep, through a {c.stages}-buffer cp.async ring "
+            f"({'16-byte copies where rows are 16-byte aligned, else ' if c.vec == 4 else ''}4-byte copies; "
+            "no block barrier in the main loop)",
+            f"A's tile {a_tile}; B's [BK][BN] tile is read as float4 broadcasts (every lane the same address)",
             f"operands: A {_LAYOUT[c.layout[0]]}, B {_LAYOUT[c.layout[1]]}, C row-major"]
 
 
@@ -107,6 +126,8 @@ def intensity(c: KernelConfig) -> tuple[float, str]:
     >>> intensity(KernelConfig(BM=128, BN=128))[0]
     32.0
     """
+    if c.family == "skinny":   # A read once; B (K x N) re-read by every block of rows, through L2
+        return 2.0 * c.BN / 4.0, f"2*BN FLOP per 4-byte element of A (BN = {c.BN}): A is read once"
     if c.family == "naive":
         # Every FMA (2 FLOP) loads one float of A and one of B (8 bytes) from global memory.
         return 0.25, "2 FLOP per 8 bytes loaded: no reuse (caches give a few times more in practice)"

@@ -24,6 +24,9 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
     if c.family == "naive":
         walk = "coalesced" if c.coalesced else "uncoalesced"
         return (name, f"{c.BM}x{c.BN}", "-", "1x1", "1", "-", f"naive, {walk}", describe(name))
+    if c.family == "skinny":   # a lane per row: no warp tile, warps split K
+        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.warps_k} on K", f"{c.TM}x{c.BN}", f"{c.vec}",
+                f"{c.stages} cp.async", "skinny" + (f" k{c.split_k}" if c.split_k > 1 else ""), describe(name))
     if c.family in HALF:   # a warp tile of 16x16x16 wmma tiles; vec counts halves
         stages = f"{c.stages} cp.async" if c.async_copy else f"{c.stages}"
         return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wmma16x16x16", f"{c.vec}", stages,

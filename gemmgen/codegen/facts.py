@@ -165,6 +165,8 @@ def accepts_text(c: KernelConfig) -> str:
     >>> accepts_text(preset("v8")).startswith("any M, N, K")
     True
     """
+    if c.family == "skinny":
+        return f"N <= {c.BN}, any M, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
     if c.family == "naive" or c.bounds == "checked":
         return "any M, N, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
     return (f"M % {c.BM} == 0, N % {c.BN} == 0, K % {c.BK * c.split_k} == 0, leading dimensions and "

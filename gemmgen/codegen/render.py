@@ -29,7 +29,7 @@ from .facts import facts
 WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
 TMA_TEMPLATE = "wgmma_tma.cu.j2"   # its warp-specialized TMA pipeline (tma = true), every input type
 TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
-             "wmma": "wmma.cu.j2"}
+             "wmma": "wmma.cu.j2", "skinny": "skinny.cu.j2"}
 
 
 @dataclass(frozen=True)

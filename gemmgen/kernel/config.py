@@ -24,12 +24,11 @@ from .accepts import refusal
 from .coerce import ConfigError, coerce
 from .naming import kernel_name
 
-FAMILIES = ("naive", "simt", "tf32", "tf32x3", "wmma")
+FAMILIES = ("naive", "simt", "tf32", "tf32x3", "wmma", "skinny")
 TENSOR_CORE = ("tf32", "tf32x3")   # mma.sync m16n8k8 families; tf32x3 is fp32-accurate (3xTF32)
 HALF = ("wmma",)                   # fp16/bf16 inputs on the tensor cores (nvcuda::wmma 16x16x16, seed 004)
-# What each family computes: the accuracy class the correctness gate holds it to (gemmgen.measure.gate.gate_bound).
-# The half family's class is its dtype ("f16" or "bf16"): see KernelConfig.precision.
-PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32"}
+# Each family's accuracy class for the gate (measure.gate.gate_bound); the half family's is its dtype.
+PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32", "skinny": "fp32"}
 DTYPES = ("f32", "f16", "bf16")   # element type of A and B; C is always fp32
 HALF_DTYPES = ("f16", "bf16")
 EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
@@ -48,10 +47,9 @@ class KernelConfig:
     Layout letters follow BLAS: ``layout[0]`` is A, ``layout[1]`` is B; ``N`` means the operand is
     stored row-major as written (A is MxK with lda >= K, B is KxN with ldb >= N), ``T`` means it is
     stored transposed (A as KxM row-major, i.e. column-major MxK, lda >= M; B as NxK, ldb >= K).
-    C is always row-major MxN with ldc >= N.
-    """
+    C is always row-major MxN with ldc >= N."""
 
-    family: str = "simt"          # naive (v0/v1), simt (shared-memory tiled), tf32/tf32x3/wmma (tensor cores)
+    family: str = "simt"          # naive (v0/v1), simt (tiled), tf32/tf32x3/wmma (tensor cores), skinny (N <= BN)
     layout: str = "NN"            # storage of A and B, see the class docstring
     BM: int = 128                 # block tile rows of C
     BN: int = 128                 # block tile columns of C
@@ -84,9 +82,9 @@ class KernelConfig:
     tma: bool = False             # wgmma only: TMA loads into mbarrier stages, a producer warpgroup
                                   # beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2)
     persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
-    partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
-                                  # accumulators in round-to-nearest fp32 (false: straight on the tensor
-                                  # cores, as cuBLAS does: faster, and the truncation error grows with K)
+    partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials added in fp32 (false:
+                                  # straight on the tensor cores like cuBLAS: faster, error grows with K)
+    warps_k: int = 1              # skinny only: warps of a block splitting its K range (summed in shared memory)
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
     # ---- identity -------------------------------------------------------------------------
@@ -96,10 +94,10 @@ class KernelConfig:
         return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary of every parameter (label included; persistent and interleave only
-        where set, so the configs, sources and results written before they existed read the same)."""
-        out = dataclasses.asdict(self)
-        return {k: v for k, v in out.items() if k not in ("persistent", "interleave") or v}
+        """Plain JSON-ready dictionary of every parameter (label too; persistent, interleave, warps_k only where
+        set: configs, sources and results written before they existed read the same)."""
+        unset = {"persistent": 0, "interleave": False, "warps_k": 1}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in unset or v != unset[k]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":
@@ -126,8 +124,8 @@ class KernelConfig:
     @property
     def threads(self) -> int:
         """Threads per block."""
-        if self.family == "naive":
-            return self.BM * self.BN
+        if self.family in ("naive", "skinny"):
+            return self.BM * self.BN if self.family == "naive" else 32 * self.warps_k
         # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
         if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
             return (self.BM // self.WM) * 128 + 128
@@ -213,9 +211,9 @@ class KernelConfig:
 
     @property
     def smem_per_stage(self) -> int:
-        """Bytes of shared memory one pipeline stage holds (A tile plus B tile)."""
-        if self.family == "naive":
-            return 0
+        """Bytes of shared memory one pipeline stage holds (A tile plus B tile; skinny: one warp's)."""
+        if self.family in ("naive", "skinny"):   # skinny: A [BK][BM] (T) or [BM][BK + 4] (N), B [BK][BN]
+            return 4 * (self.BM * (self.BK + 4 * (not self.a_transposed)) + self.BK * self.BN) * (self.family != "naive")
         (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
         return self.elem_bytes * (ra * ca + rb * cb)
 
@@ -238,6 +236,8 @@ class KernelConfig:
         """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
         one 16x16 fp32 tile per warp, so it is at least that."""
         pipeline = self.smem_per_stage * self.stages
+        if self.family == "skinny":   # each warp's ring, then the warps' BM x BN partials (rows BN + 1)
+            return self.warps_k * max(pipeline, 4 * self.BM * (self.BN + 1))
         if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's)
             return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16)
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
@@ -249,8 +249,8 @@ class KernelConfig:
     @property
     def accumulators(self) -> int:
         """fp32 accumulators each thread holds."""
-        if self.family == "naive":
-            return 1
+        if self.family in ("naive", "skinny"):
+            return 1 if self.family == "naive" else self.TM * self.BN
         if self.mma == "wgmma":
             return self.WM * self.WN // 128   # a warpgroup's 64 x BM tile over 128 threads
         if self.tensor_core or self.family in HALF:

@@ -102,6 +102,16 @@ _HALF_PRESETS: dict[str, tuple[KernelConfig, str]] = {
                     "WMMA fp16, wmma-fast accumulating straight on the tensor cores like cuBLAS (faster, error grows with K)"),
 }
 
+# The skinny family: C with at most BN columns, where A (M x K) is the traffic. A lane per row of C and
+# all BN columns, four warps splitting K, each warp's tiles in a two-buffer cp.async ring. The split-K
+# preset adds four K slices through a workspace, for few rows and deep K.
+_SKINNY = KernelConfig(family="skinny", BM=64, BN=32, BK=16, TM=2, warps_k=4, stages=2)
+_SKINNY_PRESETS: dict[str, tuple[KernelConfig, str]] = {
+    "skinny": (_SKINNY, "N <= 32: a lane per row of C, warps splitting K, per-warp cp.async ring (fp32 FMA)"),
+    "skinny-split": (_SKINNY.replace(BN=16, TM=1, BM=32, split_k=4, reduce="workspace", stages=3),
+                     "N <= 16, four K slices summed by a reduce kernel: few rows, deep K"),
+}
+
 V13_DOC = "autotuned: the best stored config for this GPU, else the best built-in one for its architecture"
 
 
@@ -111,8 +121,8 @@ class UnknownPreset(KeyError):
 
 
 def names() -> list[str]:
-    """Preset names in progression order, then the tensor-core presets, the half family's, the TMA ones."""
-    return [*_PRESETS, "v13", *_TENSOR_CORE_PRESETS, *_HALF_PRESETS, *_TMA_PRESETS]
+    """Preset names in progression order, then the tensor-core presets, the half family's, the TMA ones, the skinny ones."""
+    return [*_PRESETS, "v13", *_TENSOR_CORE_PRESETS, *_HALF_PRESETS, *_TMA_PRESETS, *_SKINNY_PRESETS]
 
 
 def describe(name: str) -> str:
@@ -136,7 +146,7 @@ def preset(name: str, arch: str = "sm_90", tuned: KernelConfig | None = None) ->
 
 def _lookup(name: str) -> tuple[KernelConfig, str]:
     try:
-        return {**_PRESETS, **_TENSOR_CORE_PRESETS, **_HALF_PRESETS, **_TMA_PRESETS}[name]
+        return {**_PRESETS, **_TENSOR_CORE_PRESETS, **_HALF_PRESETS, **_TMA_PRESETS, **_SKINNY_PRESETS}[name]
     except KeyError:
         raise UnknownPreset(f"unknown preset {name!r}; valid: {', '.join(names())}") from None
 

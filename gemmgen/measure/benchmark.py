@@ -106,6 +106,8 @@ def _short(c: KernelConfig) -> str:
     if c.family == "naive":
         return "naive " + ("coalesced" if c.coalesced else "uncoalesced")
     tile = f"{c.BM}x{c.BN}x{c.BK}"
+    if c.family == "skinny":
+        return f"skinny {tile} t{c.TM} w{c.warps_k} s{c.stages}"
     if c.family != "simt":   # tensor cores: warp tiles of mma tiles, no thread tiles
         return " ".join([c.family, tile, f"w{c.WM}x{c.WN}", f"s{c.stages}"] + ([c.dtype] if c.dtype != "f32" else []))
     return f"{tile} t{c.WMITER * c.TM}x{c.WNITER * c.TN} s{c.stages}"

@@ -33,7 +33,7 @@ from ..kernel.rules import explain
 from ..records.entry import Entry
 from ..records.timings import KernelTimes
 from .arrays import aligned_ld
-from .predict import LAUNCH_MS, Fitted, aligned
+from .predict import LAUNCH_MS, Fitted, aligned, aligned_for
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
@@ -136,8 +136,8 @@ def best(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda
     dimensions say (False for operands whose first element is not 16-byte aligned: then no kernel that
     needs aligned base pointers competes)."""
     want = Shape(M, N, K, layout)
-    ok = aligned(want, lda, ldb) if rows_aligned is None else rows_aligned
-    timed = [(f.predict(want, ok), f.config.name, f) for f in fits
+    ok = (lambda f: aligned_for(f.config, want, lda, ldb)) if rows_aligned is None else (lambda f: rows_aligned)
+    timed = [(f.predict(want, ok(f)), f.config.name, f) for f in fits
              if f.config.accepts(M, N, K, lda, ldb, ldc, rows_aligned is not False) is None]
     t, _, fit = min(timed, key=lambda t: t[:2]) if timed else (0.0, "", None)
     return (t, fit) if fit is not None else None

@@ -22,6 +22,7 @@ the prediction on a measured shape is that measurement, and between shapes it fo
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime
 of its own: measurements of aligned and unaligned shapes correct only predictions of their own kind,
 and an unaligned request with no unaligned measurement nearby is predicted UNALIGNED times slower.
+For the skinny family only A's rows decide the regime (:func:`aligned_for`).
 
 >>> from gemmgen.kernel.presets import preset
 >>> from gemmgen.base.devices import known
@@ -134,6 +135,20 @@ def aligned(s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
     return lda % 4 == 0 and ldb % 4 == 0
 
 
+def aligned_for(c: KernelConfig, s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
+    """The alignment class of ``s`` for kernel ``c``: :func:`aligned`, but for the skinny family A's rows
+    alone (its B, a few columns, is copied 4 bytes at a time either way; A is all its traffic).
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> s = Shape(1738, 22, 5471, "TT")    # A's rows: 1738 floats (not 16 bytes); B's: 5471
+    >>> aligned_for(preset("skinny"), s), aligned_for(preset("skinny"), Shape(1600, 22, 5471, "TT")), aligned(Shape(1600, 22, 5471, "TT"))
+    (False, True, False)
+    """
+    if c.family != "skinny":
+        return aligned(s, lda, ldb)
+    return (lda if lda is not None else (s.K if s.layout[0] == "N" else s.M)) % 4 == 0
+
+
 def log_distance(a: Shape, b: Shape) -> float:
     """sqrt(sum(log(x/y)^2)) over M, N, K."""
     return math.sqrt(sum(math.log(x / y) ** 2 for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K))))
@@ -168,7 +183,7 @@ class Fitted:
         relative error, for each count of resident blocks up to :func:`max_resident` (``resident``: the
         kernel's count as recorded with its timings, 0 where unknown); see the module docstring."""
         bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.8          # GB/s -> bytes/ms, at 80% of the datasheet
-        used = [(s, t) for s, t in measured.items() if aligned(s) or len(measured) < 3]
+        used = [(s, t) for s, t in measured.items() if aligned_for(config, s) or len(measured) < 3]
         used = used or list(measured.items())                # no aligned point: fit the unaligned ones
         few = len(used) < MIN_POINTS                          # too few for a third term
         most = max_resident(config, spec, resident) if latency_bound(config) and not few else 1
@@ -184,7 +199,7 @@ class Fitted:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
         probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident)
-        points = tuple(Point(s, t, t / probe.fitted(s), aligned(s)) for s, t in measured.items())
+        points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
         return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident)
 
     def serving(self, layout: str, factor: float) -> "Fitted":

@@ -83,6 +83,22 @@ def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
         assert bool((got == want).all()), _differences(cfg, plant, ours, ref)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("plant", PLANTS)
+def test_inf_and_nan_in_the_skinny_kernels(session, plant, layout):
+    """The skinny family (N <= BN) zero-fills past K and repeats row M - 1 past M: neither reaches C."""
+    shape = Shape(203, 29, 301, layout)
+    for cfg in (preset("skinny"), preset("skinny").replace(split_k=3, reduce="workspace", label="skinny k3w")):
+        a, b = _stores(shape, seed=len(plant))
+        for i, v in enumerate(PLANTS[plant]):
+            a[(5 + 17 * i) % a.shape[0], (3 + 31 * i) % a.shape[1]] = v
+            b[(11 + 13 * i) % b.shape[0], (7 + 29 * i) % b.shape[1]] = v
+        ours, ref = _run_both(session, cfg, shape, a, b)
+        got, want = _classes(ours), _classes(ref)
+        assert int(want.sum()) > 100, "the planted values reach whole rows and columns of C"
+        assert bool((got == want).all()), _differences(cfg, plant, ours, ref)
+
+
 @pytest.mark.parametrize("exponent", [-48, -24, 24, 48])
 def test_extreme_magnitudes_are_as_accurate_as_sgemm(session, exponent):
     """A and B scaled by 2^e: products span 2^(2e-20)..2^(2e) (normal floats), so SGEMM keeps its

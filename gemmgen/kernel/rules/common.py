@@ -16,7 +16,7 @@ from .rule import ANY_FAMILY, RuleSet, choice
 RULES = RuleSet()
 STRUCTURAL = ("FAMILY", "LAYOUT", "POSITIVE")
 _COUNTS = ("BM", "BN", "BK", "WM", "WN", "WMITER", "WNITER", "TM", "TN", "vec", "stages", "split_k", "raster",
-           "min_blocks")
+           "min_blocks", "warps_k")
 
 
 @RULES.add("FAMILY", ANY_FAMILY)   # an unknown family too: no other rule applies to it
@@ -74,6 +74,13 @@ def _threads(c, d):
     t = c.threads if min(c.BM, c.BN, c.WM, c.WN) > 0 else 0
     if not 32 <= t <= d.max_threads_per_block or t % 32:
         return f"{t} threads per block; the {d.key} takes a multiple of 32 from 32 to {d.max_threads_per_block}"
+    return None
+
+
+@RULES.add("WARPS_K")
+def _warps_k(c, d):
+    if c.warps_k != 1 and c.family != "skinny":
+        return f"warps_k = {c.warps_k} applies to the skinny family only (warps splitting K); leave it 1"
     return None
 
 

@@ -15,12 +15,12 @@ from typing import Union
 
 from ...base.devices import DeviceSpec, for_arch
 from ..config import KernelConfig
-from . import common, tensor_core, tiled, tma, wgmma, wmma
+from . import common, skinny, tensor_core, tiled, tma, wgmma, wmma
 from .rule import Rule, Violation
 
 DeviceLike = Union[DeviceSpec, str]
 # Checked in this order: every family's basics, the tiled families' shared rules, then each family's own.
-RULES: tuple[Rule, ...] = (*common.RULES, *tiled.RULES, *tensor_core.RULES, *wmma.RULES, *wgmma.RULES)
+RULES: tuple[Rule, ...] = (*common.RULES, *tiled.RULES, *tensor_core.RULES, *wmma.RULES, *wgmma.RULES, *skinny.RULES)
 # A TMA kernel (tma = true) is checked by the rules every family obeys and its own: the cp.async
 # kernels' tile, copy and register rules describe kernels it is not.
 TMA_RULES: tuple[Rule, ...] = (*common.RULES, *tma.RULES)

@@ -1,0 +1,81 @@
+"""Rules of the skinny family (templates/skinny.cu.j2): C with few columns (N <= BN), a lane per row.
+
+Each lane owns TM rows of C (BM = 32 * TM rows per warp) and all BN columns, so a lane holds TM * BN
+accumulators; the warps of a block split the block's K range, stage their own tiles of A and B
+through a cp.async ring of ``stages`` buffers, and sum their partials in shared memory at the end.
+
+>>> from gemmgen.kernel.config import KernelConfig
+>>> from gemmgen.base.devices import known
+>>> _tile(KernelConfig(family="skinny", BM=64, BN=40, BK=16, TM=2), known("h100"))
+'BN = 40: the skinny kernel takes BN from 4 to 32 in steps of 4 (each lane holds TM * BN accumulators)'
+>>> _rows(KernelConfig(family="skinny", BM=128, BN=16, BK=16, TM=2), known("h100"))
+'BM = 128 with TM = 2: a warp covers 32 * TM rows, so BM must be 64 (TM one of 1, 2, 4)'
+"""
+from __future__ import annotations
+
+from ..config import REDUCTIONS, KernelConfig
+from .rule import RuleSet, choice
+
+RULES = RuleSet()
+STEPS = (8, 16, 32)
+_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "label")
+
+
+def _skinny(name):
+    return RULES.add(name, "skinny")
+
+
+@_skinny("SKINNY_TILE")
+def _tile(c, d):
+    if c.BN % 4 or not 4 <= c.BN <= 32:
+        return f"BN = {c.BN}: the skinny kernel takes BN from 4 to 32 in steps of 4 (each lane holds TM * BN accumulators)"
+    return None
+
+
+@_skinny("SKINNY_ROWS")
+def _rows(c, d):
+    if c.TM not in (1, 2, 4) or c.BM != 32 * c.TM:
+        return (f"BM = {c.BM} with TM = {c.TM}: a warp covers 32 * TM rows, so BM must be {32 * c.TM} "
+                "(TM one of 1, 2, 4)")
+    return None
+
+
+@_skinny("SKINNY_STEP")
+def _step(c, d):
+    return None if c.BK in STEPS else f"BK = {c.BK}: the skinny kernel's K step is one of {', '.join(map(str, STEPS))}"
+
+
+@_skinny("SKINNY_PIPELINE")
+def _pipeline(c, d):
+    if not 2 <= c.stages <= 4:
+        return f"stages = {c.stages}: each warp's cp.async ring has 2 to 4 buffers"
+    if c.warps_k > 16:
+        return f"warps_k = {c.warps_k}: at most 16 warps split a block's K range"
+    return None
+
+
+@_skinny("SKINNY_COPIES")
+def _copies(c, d):
+    if c.vec not in (1, 4):
+        return f"vec = {c.vec}: the skinny kernel copies 4 bytes (vec = 1) or 16 bytes where rows allow (vec = 4)"
+    if c.bounds != "checked":
+        return "bounds = 'none': the skinny kernel always checks its edges; leave bounds 'checked'"
+    return choice(c.reduce, REDUCTIONS)
+
+
+@_skinny("SHARED_MEMORY")
+def _shared(c, d):
+    if c.smem_bytes > d.smem_per_block_optin:
+        return (f"{c.smem_bytes} bytes of shared memory ({c.warps_k} warps x {c.stages} stages x {c.smem_per_stage}); "
+                f"the {d.key} allows {d.smem_per_block_optin} per block. Fewer warps, stages or a smaller BK fit")
+    return None
+
+
+@_skinny("SKINNY_DEFAULTS")
+def _defaults(c, d):
+    own = {k: getattr(c, k) for k in _OWN}
+    if c.split_k > 1:
+        own["reduce"] = c.reduce
+    ref = KernelConfig(family="skinny", **own)
+    diff = [f.name for f in c.__dataclass_fields__.values() if getattr(c, f.name) != getattr(ref, f.name)]
+    return f"the skinny family has no parameter {', '.join(diff)}; leave it at its default" if diff else None
