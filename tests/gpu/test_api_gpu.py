@@ -135,7 +135,9 @@ def test_an_empty_sum_is_beta_times_c():
 
     A, B = cp.ones((4, 0), cp.float32), cp.ones((0, 3), cp.float32)
     s = cp.cuda.Stream(non_blocking=True)
-    out = gemmgen.matmul(A, B, out=cp.full((4, 3), cp.nan, cp.float32), stream=s)
+    with s:   # filled on the stream matmul writes on: a non-blocking stream is not ordered after the default one
+        poisoned = cp.full((4, 3), cp.nan, cp.float32)
+    out = gemmgen.matmul(A, B, out=poisoned, stream=s)
     s.synchronize()
     assert bool((out == 0).all())
     C = cp.arange(12, dtype=cp.float32).reshape(4, 3)
