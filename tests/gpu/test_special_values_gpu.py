@@ -68,11 +68,9 @@ def _stores(shape, seed, scale=1.0):
     return a * cupy.float32(scale), b * cupy.float32(scale)
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("plant", PLANTS)
-def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
-    shape = Shape(200, 136, 300, layout)
-    for cfg in _fp32_kernels(session, layout):
+def _planted_like_sgemm(session, configs, shape, plant):
+    """Inf/NaN planted in A and B land in C where SGEMM puts them, for each config."""
+    for cfg in configs:
         a, b = _stores(shape, seed=len(plant))
         for i, v in enumerate(PLANTS[plant]):
             a[(5 + 17 * i) % a.shape[0], (3 + 31 * i) % a.shape[1]] = v
@@ -81,22 +79,20 @@ def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
         got, want = _classes(ours), _classes(ref)
         assert int(want.sum()) > 100, "the planted values reach whole rows and columns of C"
         assert bool((got == want).all()), _differences(cfg, plant, ours, ref)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("plant", PLANTS)
+def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
+    _planted_like_sgemm(session, _fp32_kernels(session, layout), Shape(200, 136, 300, layout), plant)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("plant", PLANTS)
 def test_inf_and_nan_in_the_skinny_kernels(session, plant, layout):
     """The skinny family (N <= BN) zero-fills past K and repeats row M - 1 past M: neither reaches C."""
-    shape = Shape(203, 29, 301, layout)
-    for cfg in (preset("skinny"), preset("skinny").replace(split_k=3, reduce="workspace", label="skinny k3w")):
-        a, b = _stores(shape, seed=len(plant))
-        for i, v in enumerate(PLANTS[plant]):
-            a[(5 + 17 * i) % a.shape[0], (3 + 31 * i) % a.shape[1]] = v
-            b[(11 + 13 * i) % b.shape[0], (7 + 29 * i) % b.shape[1]] = v
-        ours, ref = _run_both(session, cfg, shape, a, b)
-        got, want = _classes(ours), _classes(ref)
-        assert int(want.sum()) > 100, "the planted values reach whole rows and columns of C"
-        assert bool((got == want).all()), _differences(cfg, plant, ours, ref)
+    skinny = (preset("skinny"), preset("skinny").replace(split_k=3, reduce="workspace", label="skinny k3w"))
+    _planted_like_sgemm(session, skinny, Shape(203, 29, 301, layout), plant)
 
 
 @pytest.mark.parametrize("exponent", [-48, -24, 24, 48])
