@@ -14,7 +14,7 @@ from gemmgen.tune.space import sample_valid
 
 BASE = preset("skinny").replace(split_k=2, reduce="workspace", min_blocks=2)
 OWN = {"layout": "TN", "BM": 128, "BN": 24, "BK": 32, "TM": 4, "warps_k": 8, "vec": 1, "stages": 3,
-       "split_k": 4, "reduce": "atomic", "min_blocks": 3}
+       "split_k": 4, "reduce": "atomic", "min_blocks": 3, "swap": True}
 
 
 @pytest.mark.parametrize("key", sorted(OWN))
@@ -28,6 +28,7 @@ def test_the_presets_are_valid_and_other_parameters_are_refused():
     rules = {v.rule for v in explain(preset("skinny").replace(TN=4, raster=8), "h100")}
     assert rules == {"SKINNY_DEFAULTS"}
     assert [v.rule for v in explain(preset("v8").replace(warps_k=2), "h100")] == ["WARPS_K"]
+    assert [v.rule for v in explain(preset("v8").replace(swap=True), "h100")] == ["WARPS_K"]
 
 
 @pytest.mark.parametrize("change, rule", [
@@ -47,12 +48,23 @@ def test_it_takes_n_up_to_bn_and_any_leading_dimension():
     c = preset("skinny")
     assert c.accepts(5000, 32, 777, lda=779, ldb=33) is None and c.accepts(1, 1, 1) is None
     assert "N <= 32" in c.accepts(5000, 33, 777)
+    swapped = preset("skinny-m")   # few rows instead: B is the big operand
+    assert swapped.accepts(32, 5000, 777, lda=779, ldb=5001) is None and "M <= 32" in swapped.accepts(33, 5000, 777)
+
+
+def test_a_swapped_kernel_tiles_the_columns_of_c():
+    c = preset("skinny-m")
+    assert c.tiles(20, 4971) == (78, 1) and c.grid(20, 4971, 4190) == (78, 1, 1)
+    assert preset("skinny").tiles(4971, 20) == (78, 1)
 
 
 def test_shared_memory_holds_the_rings_and_the_partials():
     c = preset("skinny")   # 4 warps x 2 stages x (64 x 20 + 16 x 32) floats; partials 4 x 64 x 33 floats
     assert c.smem_bytes == 4 * max(2 * 4 * (64 * 20 + 16 * 32), 4 * 64 * 33)
     assert c.replace(layout="TN").smem_per_stage == 4 * (16 * 64 + 16 * 32)
+    # swapped, B is the big operand: its k is contiguous where B is stored N x K (layout ?T)
+    assert c.replace(swap=True, layout="NT").smem_per_stage == c.smem_per_stage
+    assert c.replace(swap=True, layout="TN").smem_per_stage == c.replace(layout="TN").smem_per_stage
 
 
 def test_the_search_space_draws_valid_skinny_kernels():
@@ -62,7 +74,7 @@ def test_the_search_space_draws_valid_skinny_kernels():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("name", ["skinny", "skinny-split"])
+@pytest.mark.parametrize("name", ["skinny", "skinny-split", "skinny-m"])
 def test_the_source_compiles_without_spills(tmp_path, name, layout):
     c = preset(name).replace(layout=layout)
     src = render(c, "sm_90", harness=False)

@@ -42,7 +42,7 @@ def test_names_encode_family_and_layout_and_differ_from_simt():
     assert b.replace(layout="TN").name.startswith("gg_tf32x3_tn_")
 
 
-TC_FIELDS = [f for f in dataclasses.fields(KernelConfig) if f.name not in (*UNUSED, "label", "warps_k")]
+TC_FIELDS = [f for f in dataclasses.fields(KernelConfig) if f.name not in (*UNUSED, "label", "warps_k", "swap")]
 
 
 def _changed(value):

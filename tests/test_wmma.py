@@ -31,8 +31,8 @@ def _rules(cfg, device="sm_90"):
 
 # ---- presets ------------------------------------------------------------------------------------
 def test_presets_close_the_list_before_the_tma_presets():
-    assert names()[-11:-6] == list(WMMA)
-    assert names()[-6:-2] == ["tf32x3-tma", "tf32-tma", "f16-tma", "bf16-tma"]
+    assert names()[-12:-7] == list(WMMA)
+    assert names()[-7:-3] == ["tf32x3-tma", "tf32-tma", "f16-tma", "bf16-tma"]
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90", "rtx3090", "a10", "l4", "a100", "h100"])
@@ -81,7 +81,7 @@ def test_fast_path_needs_16_byte_rows_of_halves():
 
 
 # ---- names --------------------------------------------------------------------------------------
-WMMA_FIELDS = [f for f in dataclasses.fields(KernelConfig) if f.name not in (*UNUSED, "label", "warps_k")]
+WMMA_FIELDS = [f for f in dataclasses.fields(KernelConfig) if f.name not in (*UNUSED, "label", "warps_k", "swap")]
 
 
 def _changed(value):

@@ -166,7 +166,8 @@ def accepts_text(c: KernelConfig) -> str:
     True
     """
     if c.family == "skinny":
-        return f"N <= {c.BN}, any M, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
+        few, many = ("M", "N") if c.swap else ("N", "M")
+        return f"{few} <= {c.BN}, any {many}, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
     if c.family == "naive" or c.bounds == "checked":
         return "any M, N, K >= 1 and any leading dimensions (edges and misaligned rows are checked)"
     return (f"M % {c.BM} == 0, N % {c.BN} == 0, K % {c.BK * c.split_k} == 0, leading dimensions and "

@@ -36,8 +36,9 @@ def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None =
                   for name, ld in lds.items() if ld < rows[name]), None)
     if short:
         return short
-    if c.family == "skinny" and N > c.BN:
-        return f"the skinny kernel computes N <= {c.BN} (BN), got N={N}"
+    if c.family == "skinny" and (M if c.swap else N) > c.BN:
+        few, n = ("M", M) if c.swap else ("N", N)
+        return f"the skinny kernel computes {few} <= {c.BN} (BN), got {few}={n}"
     if not aligned and needs_aligned_pointers(c):
         return (f"{'TMA' if c.tma else 'fast path'} reads A and B from 16-byte aligned addresses; "
                 "these operands start elsewhere")

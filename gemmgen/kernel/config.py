@@ -43,7 +43,6 @@ FRAGMENT_LOADS = ("lds", "shfl")
 class KernelConfig:
     """Every template parameter of one GEMM kernel (C = alpha*op(A)@op(B) + beta*C, C in fp32; A and B
     of ``dtype``: fp32, or fp16/bf16 for the half family ``wmma``).
-
     Layout letters follow BLAS: ``layout[0]`` is A, ``layout[1]`` is B; ``N`` means the operand is
     stored row-major as written (A is MxK with lda >= K, B is KxN with ldb >= N), ``T`` means it is
     stored transposed (A as KxM row-major, i.e. column-major MxK, lda >= M; B as NxK, ldb >= K).
@@ -85,6 +84,7 @@ class KernelConfig:
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials added in fp32 (false:
                                   # straight on the tensor cores like cuBLAS: faster, error grows with K)
     warps_k: int = 1              # skinny only: warps of a block splitting its K range (summed in shared memory)
+    swap: bool = False            # skinny only: the few columns are M's; C^T = op(B)^T op(A)^T, C stored transposed
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
     # ---- identity -------------------------------------------------------------------------
@@ -96,7 +96,7 @@ class KernelConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dictionary of every parameter (label too; persistent, interleave, warps_k only where
         set: configs, sources and results written before they existed read the same)."""
-        unset = {"persistent": 0, "interleave": False, "warps_k": 1}
+        unset = {"persistent": 0, "interleave": False, "warps_k": 1, "swap": False}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in unset or v != unset[k]}
 
     @classmethod
@@ -122,8 +122,7 @@ class KernelConfig:
 
     # ---- derived geometry -----------------------------------------------------------------
     @property
-    def threads(self) -> int:
-        """Threads per block."""
+    def threads(self) -> int:   # threads per block
         if self.family in ("naive", "skinny"):
             return self.BM * self.BN if self.family == "naive" else 32 * self.warps_k
         # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
@@ -212,8 +211,9 @@ class KernelConfig:
     @property
     def smem_per_stage(self) -> int:
         """Bytes of shared memory one pipeline stage holds (A tile plus B tile; skinny: one warp's)."""
-        if self.family in ("naive", "skinny"):   # skinny: A [BK][BM] (T) or [BM][BK + 4] (N), B [BK][BN]
-            return 4 * (self.BM * (self.BK + 4 * (not self.a_transposed)) + self.BK * self.BN) * (self.family != "naive")
+        if self.family in ("naive", "skinny"):   # skinny: the big operand (A; B with swap) [BK][BM], or [BM][BK + 4]
+            k_contiguous = self.b_transposed if self.swap else not self.a_transposed   # where its k is contiguous
+            return 4 * (self.BM * (self.BK + 4 * k_contiguous) + self.BK * self.BN) * (self.family != "naive")
         (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
         return self.elem_bytes * (ra * ca + rb * cb)
 
@@ -266,8 +266,8 @@ class KernelConfig:
         return f"{arch}a" if self.mma == "wgmma" and arch == "sm_90" else arch
 
     def tiles(self, M: int, N: int) -> tuple[int, int]:
-        """Number of block tiles along M and N."""
-        return -(-M // self.BM), -(-N // self.BN)
+        """Number of block tiles along M and N (a swapped skinny kernel's rows are N's)."""
+        return (-(-N // self.BM), -(-M // self.BN)) if self.swap else (-(-M // self.BM), -(-N // self.BN))
 
     def grid(self, M: int, N: int, K: int) -> tuple[int, int, int]:
         """Launch grid of the main kernel for an M x N x K problem."""

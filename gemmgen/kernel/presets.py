@@ -104,12 +104,15 @@ _HALF_PRESETS: dict[str, tuple[KernelConfig, str]] = {
 
 # The skinny family: C with at most BN columns, where A (M x K) is the traffic. A lane per row of C and
 # all BN columns, four warps splitting K, each warp's tiles in a two-buffer cp.async ring. The split-K
-# preset adds four K slices through a workspace, for few rows and deep K.
+# preset adds four K slices through a workspace, for few rows and deep K; skinny-m swaps the operands'
+# roles for C with few rows (swap: B is read once and C stored transposed).
 _SKINNY = KernelConfig(family="skinny", BM=64, BN=32, BK=16, TM=2, warps_k=4, stages=2)
 _SKINNY_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "skinny": (_SKINNY, "N <= 32: a lane per row of C, warps splitting K, per-warp cp.async ring (fp32 FMA)"),
     "skinny-split": (_SKINNY.replace(BN=16, TM=1, BM=32, split_k=4, reduce="workspace", stages=3),
                      "N <= 16, four K slices summed by a reduce kernel: few rows, deep K"),
+    "skinny-m": (_SKINNY.replace(swap=True),
+                 "M <= 32: the skinny kernel on C^T = op(B)^T op(A)^T, B read once, C stored transposed"),
 }
 
 V13_DOC = "autotuned: the best stored config for this GPU, else the best built-in one for its architecture"

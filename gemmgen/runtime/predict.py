@@ -60,7 +60,7 @@ def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, floa
     >>> counts(preset("tf32x3-wgmma"), Shape(4096, 4096, 4096), 132)   # 1024 tiles: 8 waves of 64 steps
     (512.0, 8.0, 0.0, 0)
     """
-    tiles = -(-s.M // c.BM) * -(-s.N // c.BN)
+    tiles = math.prod(c.tiles(s.M, s.N))
     waves = -(-tiles * c.split_k // sm_count)
     steps = max(1, -(-c.k_per_slice(s.K) // c.BK))
     reduce_bytes, launches = 0.0, 0
@@ -146,6 +146,8 @@ def aligned_for(c: KernelConfig, s: Shape, lda: int | None = None, ldb: int | No
     """
     if c.family != "skinny":
         return aligned(s, lda, ldb)
+    if c.swap:   # the big operand is B
+        return (ldb if ldb is not None else (s.N if s.layout[1] == "N" else s.K)) % 4 == 0
     return (lda if lda is not None else (s.K if s.layout[0] == "N" else s.M)) % 4 == 0
 
 

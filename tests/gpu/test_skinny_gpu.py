@@ -18,8 +18,12 @@ CONFIGS = {
     "split-atomic": BASE.replace(split_k=3, reduce="atomic"),
     "deep-ring": BASE.replace(BN=24, TM=4, BM=128, BK=32, stages=4, warps_k=2),
     "narrow": BASE.replace(BN=8, TM=1, BM=32, BK=8, stages=3, warps_k=2, vec=1),
+    "swap": preset("skinny-m"),
+    "swap-split": preset("skinny-m").replace(BN=24, TM=1, BM=32, BK=32, split_k=3, reduce="workspace", stages=3),
+    "swap-atomic": preset("skinny-m").replace(BN=8, split_k=2, reduce="atomic"),
 }
-SHAPES = ["1x1x1", "31x5x7", "1000x19x130", "4097x8x2049", "333x16x4096", "64x3x64", "2520x1x999"]
+SHAPES = ["1x1x1", "31x5x7", "1000x19x130", "4097x8x2049", "333x16x4096", "64x3x64", "2520x1x999",
+          "5x31x7", "19x1000x130", "8x4097x2049", "16x333x4096", "3x64x64", "1x2520x999"]
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
@@ -28,8 +32,8 @@ SHAPES = ["1x1x1", "31x5x7", "1000x19x130", "4097x8x2049", "333x16x4096", "64x3x
 def test_skinny_correct(session, name, shape, layout):
     cfg = CONFIGS[name].replace(layout=layout)
     s = Shape.parse(shape, layout)
-    if s.N > cfg.BN:
-        pytest.skip(f"{name}: N={s.N} > BN={cfg.BN}")
+    if cfg.accepts(s.M, s.N, s.K):
+        pytest.skip(f"{name}: {cfg.accepts(s.M, s.N, s.K)}")
     errors = session.check(cfg, s, seed=len(shape))
     assert errors["err_cublas"] <= gate_bound(cfg) and errors["err_fp64"] <= gate_bound(cfg)
 
@@ -39,10 +43,13 @@ def test_skinny_correct(session, name, shape, layout):
 def test_skinny_unaligned_leading_dimensions(session, name, layout):
     """lda, ldb, ldc one float past the row: the 16-byte copies must fall back to 4-byte ones."""
     cfg = CONFIGS[name].replace(layout=layout)
-    errors = session.check(cfg, Shape(515, min(7, cfg.BN), 1031, layout), seed=5, pad=1)
+    shape = Shape(7, 515, 1031, layout) if cfg.swap else Shape(515, 7, 1031, layout)
+    errors = session.check(cfg, shape, seed=5, pad=1)
     assert errors["err_fp64"] <= gate_bound(cfg)
 
 
 def test_skinny_refuses_more_columns_than_bn(session):
     with pytest.raises(Rejected, match="N <= 32"):
         session.check(BASE, Shape(100, 33, 100))
+    with pytest.raises(Rejected, match="M <= 32"):
+        session.check(CONFIGS["swap"], Shape(33, 100, 100))

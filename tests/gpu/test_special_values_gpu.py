@@ -93,6 +93,7 @@ def test_inf_and_nan_in_the_skinny_kernels(session, plant, layout):
     """The skinny family (N <= BN) zero-fills past K and repeats row M - 1 past M: neither reaches C."""
     skinny = (preset("skinny"), preset("skinny").replace(split_k=3, reduce="workspace", label="skinny k3w"))
     _planted_like_sgemm(session, skinny, Shape(203, 29, 301, layout), plant)
+    _planted_like_sgemm(session, (preset("skinny-m"),), Shape(29, 203, 301, layout), plant)
 
 
 @pytest.mark.parametrize("exponent", [-48, -24, 24, 48])

@@ -81,6 +81,8 @@ def _threads(c, d):
 def _warps_k(c, d):
     if c.warps_k != 1 and c.family != "skinny":
         return f"warps_k = {c.warps_k} applies to the skinny family only (warps splitting K); leave it 1"
+    if c.swap and c.family != "skinny":
+        return "swap = true applies to the skinny family only (few rows of C: C^T = op(B)^T op(A)^T); leave it false"
     return None
 
 

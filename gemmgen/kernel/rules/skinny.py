@@ -1,4 +1,5 @@
-"""Rules of the skinny family (templates/skinny.cu.j2): C with few columns (N <= BN), a lane per row.
+"""Rules of the skinny family (templates/skinny.cu.j2): C with few columns (N <= BN), a lane per row;
+with ``swap``, few rows (M <= BN): the same kernel on C^T = op(B)^T op(A)^T, B the big operand.
 
 Each lane owns TM rows of C (BM = 32 * TM rows per warp) and all BN columns, so a lane holds TM * BN
 accumulators; the warps of a block split the block's K range, stage their own tiles of A and B
@@ -18,7 +19,7 @@ from .rule import RuleSet, choice
 
 RULES = RuleSet()
 STEPS = (8, 16, 32)
-_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "label")
+_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "swap", "label")
 
 
 def _skinny(name):
