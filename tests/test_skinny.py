@@ -32,6 +32,8 @@ def test_the_presets_are_valid_and_other_parameters_are_refused():
 
 
 @pytest.mark.parametrize("change, rule", [
+    ({"TM": 4, "BM": 128}, "SKINNY_REGISTERS"), ({"BN": 24, "min_blocks": 8}, "SKINNY_REGISTERS"),
+    ({"split_k": 100000, "reduce": "workspace"}, "SKINNY_PIPELINE"), ({"BN": 8, "min_blocks": 6}, "OCCUPANCY"),
     ({"BN": 36}, "SKINNY_TILE"), ({"BN": 6}, "SKINNY_TILE"), ({"BM": 128}, "SKINNY_ROWS"),
     ({"TM": 8, "BM": 256}, "SKINNY_ROWS"), ({"BK": 12}, "SKINNY_STEP"), ({"stages": 1}, "SKINNY_PIPELINE"),
     ({"vec": 2}, "SKINNY_COPIES"), ({"bounds": "none"}, "SKINNY_COPIES"),
@@ -67,16 +69,29 @@ def test_shared_memory_holds_the_rings_and_the_partials():
     assert c.replace(swap=True, layout="TN").smem_per_stage == c.replace(layout="TN").smem_per_stage
 
 
+def test_the_header_and_the_harness_launch_the_grid_the_config_names():
+    swapped = preset("skinny-m")   # few rows: blocks over N's rows
+    assert "grid  = (ceil(N/64) * ceil(M/32), 1, 1)" in render(swapped, "sm_90").code
+    harness = render(swapped, "sm_90", harness=True).code
+    assert "((p.N + 63) / 64) * (unsigned)((p.M + 31) / 32)" in harness
+    assert "((p.M + 63) / 64) * (unsigned)((p.N + 31) / 32)" in render(preset("skinny"), "sm_90", harness=True).code
+
+
 def test_the_search_space_draws_valid_skinny_kernels():
     configs = sample_valid(30, family="skinny", layout="TT")
     assert len({c.name for c in configs}) > 10 and all(c.family == "skinny" and not explain(c, "sm_90") for c in configs)
 
 
+def _drawn(n):
+    """Valid kernels of the search space, the most register-hungry first (no copy of the rules here)."""
+    drawn = sample_valid(60, family="skinny", layout="TT", seed=7) + sample_valid(60, family="skinny", layout="NN", seed=8)
+    return sorted({c.name: c for c in drawn}.values(), key=lambda c: (-c.accumulators * c.min_blocks, -c.stages))[:n]
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
-@pytest.mark.parametrize("name", ["skinny", "skinny-split", "skinny-m"])
-def test_the_source_compiles_without_spills(tmp_path, name, layout):
-    c = preset(name).replace(layout=layout)
+@pytest.mark.parametrize("c", [preset(n).replace(layout=lay) for n in ("skinny", "skinny-split", "skinny-m")
+                               for lay in ("NN", "NT", "TN", "TT")] + _drawn(4), ids=lambda c: c.name)
+def test_the_source_compiles_without_spills(tmp_path, c):
     src = render(c, "sm_90", harness=False)
     cu = tmp_path / "k.cu"
     cu.write_text(src.code)

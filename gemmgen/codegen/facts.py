@@ -145,7 +145,8 @@ def launch_lines(c: KernelConfig) -> list[str]:
     if c.family == "naive":
         g = "grid  = (ceil(N/{0}), ceil(M/{1}), 1)" if c.coalesced else "grid  = (ceil(M/{1}), ceil(N/{0}), 1)"
         return [g.format(c.BN, c.BM), f"block = {c.block()}", "dynamic shared memory = 0 bytes"]
-    tiles = f"ceil(M/{c.BM}) * ceil(N/{c.BN})"
+    rows, cols = ("N", "M") if c.swap else ("M", "N")   # a swapped skinny kernel's rows are N's (KernelConfig.tiles)
+    tiles = f"ceil({rows}/{c.BM}) * ceil({cols}/{c.BN})"
     lines = [f"grid  = (min({c.persistent}, {tiles}), 1, 1)" if c.persistent else f"grid  = ({tiles}, 1, {c.split_k})",
              f"block = ({c.threads}, 1, 1)",
              f"dynamic shared memory = {c.smem_bytes} bytes"

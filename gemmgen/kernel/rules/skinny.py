@@ -19,6 +19,9 @@ from .rule import RuleSet, choice
 
 RULES = RuleSet()
 STEPS = (8, 16, 32)
+MAX_SPLIT = 64
+MAX_ACCUMULATORS = 96
+REGISTER_OVERHEAD = 64   # addresses, loop state and one float4 of B and of A per row beside the accumulators
 _OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "swap", "label")
 
 
@@ -52,6 +55,30 @@ def _pipeline(c, d):
         return f"stages = {c.stages}: each warp's cp.async ring has 2 to 4 buffers"
     if c.warps_k > 16:
         return f"warps_k = {c.warps_k}: at most 16 warps split a block's K range"
+    if c.split_k > MAX_SPLIT:
+        return f"split_k = {c.split_k}: at most {MAX_SPLIT} K slices (gridDim.z)"
+    return None
+
+
+@_skinny("SKINNY_REGISTERS")
+def _registers(c, d):
+    """ptxas on sm_90: TM * BN = 128 accumulators spill with 4 stages (and with 2 at min_blocks = 3);
+    96 and fewer leave room for the unrolled copies' addresses."""
+    if c.accumulators > MAX_ACCUMULATORS:
+        return (f"TM * BN = {c.accumulators} accumulators per lane: at most {MAX_ACCUMULATORS} leave registers for "
+                "the copies (fewer rows per lane, TM, or a smaller BN)")
+    budget = min(255, d.regs_per_sm // (c.threads * c.min_blocks)) if c.min_blocks > 1 else 255
+    if budget < c.accumulators + REGISTER_OVERHEAD:
+        return (f"min_blocks = {c.min_blocks} leaves {budget} registers per thread for {c.accumulators} accumulators "
+                f"and about {REGISTER_OVERHEAD} more; lower min_blocks or warps_k")
+    return None
+
+
+@_skinny("OCCUPANCY")
+def _occupancy(c, d):
+    if c.min_blocks * c.smem_bytes > d.smem_per_sm or c.min_blocks * c.threads > d.max_threads_per_sm:
+        return (f"min_blocks = {c.min_blocks} blocks of {c.smem_bytes} bytes of shared memory and {c.threads} threads "
+                f"exceed an SM of the {d.key} ({d.smem_per_sm} bytes, {d.max_threads_per_sm} threads)")
     return None
 
 
