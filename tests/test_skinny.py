@@ -14,7 +14,7 @@ from gemmgen.tune.space import sample_valid
 
 BASE = preset("skinny").replace(split_k=2, reduce="workspace", min_blocks=2)
 OWN = {"layout": "TN", "BM": 128, "BN": 24, "BK": 32, "TM": 4, "warps_k": 8, "vec": 1, "stages": 3,
-       "split_k": 4, "reduce": "atomic", "min_blocks": 3, "swap": True}
+       "split_k": 4, "reduce": "atomic", "min_blocks": 3, "swap": True, "swz_b": 8}
 
 
 @pytest.mark.parametrize("key", sorted(OWN))
@@ -36,7 +36,7 @@ def test_the_presets_are_valid_and_other_parameters_are_refused():
     ({"split_k": 100000, "reduce": "workspace"}, "SKINNY_PIPELINE"), ({"BN": 8, "min_blocks": 6}, "OCCUPANCY"),
     ({"BN": 36}, "SKINNY_TILE"), ({"BN": 6}, "SKINNY_TILE"), ({"BM": 128}, "SKINNY_ROWS"),
     ({"TM": 8, "BM": 256}, "SKINNY_ROWS"), ({"BK": 12}, "SKINNY_STEP"), ({"stages": 1}, "SKINNY_PIPELINE"),
-    ({"vec": 2}, "SKINNY_COPIES"), ({"bounds": "none"}, "SKINNY_COPIES"),
+    ({"vec": 2}, "SKINNY_COPIES"), ({"swz_b": 4}, "SKINNY_SWIZZLE"), ({"bounds": "none"}, "SKINNY_COPIES"),
     ({"warps_k": 16, "stages": 4, "BK": 32, "TM": 4, "BM": 128}, "SHARED_MEMORY"),
 ])
 def test_a_broken_rule_names_the_value(change, rule):
@@ -90,7 +90,8 @@ def _drawn(n):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 @pytest.mark.parametrize("c", [preset(n).replace(layout=lay) for n in ("skinny", "skinny-split", "skinny-m")
-                               for lay in ("NN", "NT", "TN", "TT")] + _drawn(4), ids=lambda c: c.name)
+                               for lay in ("NN", "NT", "TN", "TT")] + _drawn(4)
+                              + [preset("skinny").replace(layout="TT", BN=24, swz_b=6)], ids=lambda c: c.name)
 def test_the_source_compiles_without_spills(tmp_path, c):
     src = render(c, "sm_90", harness=False)
     cu = tmp_path / "k.cu"

@@ -21,6 +21,7 @@ CONFIGS = {
     "swap": preset("skinny-m"),
     "swap-split": preset("skinny-m").replace(BN=24, TM=1, BM=32, BK=32, split_k=3, reduce="workspace", stages=3),
     "swap-atomic": preset("skinny-m").replace(BN=8, split_k=2, reduce="atomic"),
+    "rotated-b": BASE.replace(BN=24, swz_b=6, split_k=2, reduce="workspace"),
 }
 SHAPES = ["1x1x1", "31x5x7", "1000x19x130", "4097x8x2049", "333x16x4096", "64x3x64", "2520x1x999",
           "5x31x7", "19x1000x130", "8x4097x2049", "16x333x4096", "3x64x64", "1x2520x999"]

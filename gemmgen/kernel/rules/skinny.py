@@ -22,7 +22,7 @@ STEPS = (8, 16, 32)
 MAX_SPLIT = 64
 MAX_ACCUMULATORS = 96
 REGISTER_OVERHEAD = 64   # addresses, loop state and one float4 of B and of A per row beside the accumulators
-_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "swap", "label")
+_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "swap", "swz_b", "label")
 
 
 def _skinny(name):
@@ -41,6 +41,14 @@ def _rows(c, d):
     if c.TM not in (1, 2, 4) or c.BM != 32 * c.TM:
         return (f"BM = {c.BM} with TM = {c.TM}: a warp covers 32 * TM rows, so BM must be {32 * c.TM} "
                 "(TM one of 1, 2, 4)")
+    return None
+
+
+@_skinny("SKINNY_SWIZZLE")
+def _swizzle(c, d):
+    if c.swz_b not in (1, c.BN // 4):
+        return (f"swz_b = {c.swz_b}: the skinny kernel rotates the {c.BN // 4} 16-byte chunks of B's rows "
+                f"(swz_b = {c.BN // 4}) or not (1)")
     return None
 
 
