@@ -100,3 +100,30 @@ def test_the_source_compiles_without_spills(tmp_path, c):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert " 0 bytes spill stores" in out.stderr and c.name in out.stderr
+
+
+def _script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "skinny_kernels.py"
+    spec = importlib.util.spec_from_file_location("skinny_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_candidates_script_names_the_timed_kernels_and_valid_new_ones(tmp_path, gpu):
+    """benchmarks/skinny_kernels.py --set s18 rebuilds exactly the kernels the results files time (in NN);
+    --set next writes only valid kernels none of which is timed yet."""
+    import json
+
+    mod = _script()
+    shipped = json.loads((mod.RESULTS / mod.GPUS[gpu]).read_text())["timings"]["kernels"]
+    timed = {n for n, k in shipped.items() if k["config"]["family"] == "skinny" and k["config"]["layout"] == "NN"}
+    assert {c.name for c in mod.session18()} == timed
+    assert mod.main(["--gpu", gpu, "--set", "next", "--out", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / mod.GPUS[gpu]).read_text())
+    assert written["device"] == json.loads((mod.RESULTS / mod.GPUS[gpu]).read_text())["device"]
+    assert len(written["timings"]["kernels"]) == 56 and not set(written["timings"]["kernels"]) & set(shipped)
