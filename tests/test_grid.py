@@ -393,3 +393,12 @@ def test_a_crashing_candidate_never_kills_the_grid(isolated, tmp_path):
         failed = [t for t in _study(job, d.item).get_trials(deepcopy=False) if t.state == TrialState.FAIL]
         assert [t.user_attrs["kind"] for t in failed] == ["runtime"]
         assert d.result["measured"] == 6 and d.result["name"] != preset("tf32x3-wgmma").name
+
+
+def test_a_family_that_computes_none_of_a_shape_gets_no_task(tmp_path):
+    """The skinny kernels take N or M up to 32: a grid of --family all has no skinny study at 512^3."""
+    job = _job(tmp_path, ["512x512x512", "4096x16x4096", "20x4971x4190"], families=("simt", "skinny"))
+    assert [(t.family, t.shape.key) for t in job.tasks()] == [
+        (f, s) for s in [t.shape.key for t in job.tasks() if t.family == "simt"] for f in ("simt", "skinny")
+        if f == "simt" or s != "512x512x512/NN"]
+    assert {t.shape.key for t in job.tasks() if t.family == "skinny"} == {"4096x16x4096/NN", "20x4971x4190/NN"}

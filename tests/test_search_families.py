@@ -163,6 +163,7 @@ def test_search_all_families_stores_one_winner_per_precision(fake_cli, capsys):
     assert [w["study"] for w in winners][:3] == ["h100-512x512x512-NN", "h100-tf32-512x512x512-NN",
                                                  "h100-tf32x3-512x512x512-NN"]
     assert "search h100-tf32x3-512x512x512-NN: NVIDIA H100 80GB HBM3, tf32x3" in err
+    assert "no skinny study for 512x512x512/NN: the skinny kernels compute N <= 32 (or M <= 32, swapped)" in err
     by = {w["family"]: w for w in winners}
     assert by["simt"]["key"] == by["tf32x3"]["key"] == "512x512x512/NN" and by["tf32"]["key"] == "512x512x512/NN/tf32"
     assert by["tf32"]["precision"] == "tf32" and by["tf32x3"]["precision"] == "fp32"

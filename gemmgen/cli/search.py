@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     shapes = check(args, families)
 
     from ..base.devices import detect, fingerprint
+    from ..kernel.accepts import family_refuses
     from ..tune.driver import run_search
     from ..tune.gpu import GpuMeasure, GpuRetime, NvrtcPrepare
     from ..tune.plan import make_plan, match_gpu
@@ -89,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
     fp, winners = fingerprint(devices[0]), []
     for family in families:
         for shape in shapes:
+            refused = family_refuses(family or "", shape.M, shape.N)
+            if refused:   # e.g. --family all on a square shape: the skinny family has nothing to try
+                print(f"search: no {family} study for {shape}: {refused}", file=sys.stderr)
+                continue
             plan = make_plan(shape, spec, trials=args.trials, storage=args.storage, study=args.study,
                              several_shapes=len(shapes) > 1, space=args.space, results=args.results,
                              family=family, several_families=len(families) > 1,

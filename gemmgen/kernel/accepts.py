@@ -15,6 +15,20 @@ caller knows (``aligned``). This module reads only the config's attributes (it i
 from __future__ import annotations
 
 
+SKINNY_MOST = 32   # the skinny family's widest BN (kernel/rules/skinny.py): its kernels take N or M up to it
+
+
+def family_refuses(family: str, M: int, N: int) -> str | None:
+    """Why no kernel of ``family`` computes an M x N result, or None (the skinny family: neither side small).
+
+    >>> family_refuses("skinny", 512, 512), family_refuses("skinny", 20, 4971), family_refuses("simt", 512, 512)
+    ('the skinny kernels compute N <= 32 (or M <= 32, swapped); 512x512 is neither', None, None)
+    """
+    if family == "skinny" and min(M, N) > SKINNY_MOST:
+        return f"the skinny kernels compute N <= {SKINNY_MOST} (or M <= {SKINNY_MOST}, swapped); {M}x{N} is neither"
+    return None
+
+
 def needs_aligned_pointers(c) -> bool:
     """Whether the kernel reads A and B from 16-byte aligned first elements without checking them
     (TMA descriptors, the fast path's and the interleaved SIMT loop's vector loads)."""

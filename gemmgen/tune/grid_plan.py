@@ -26,6 +26,7 @@ import optuna
 
 from ..base.devices import DeviceSpec
 from ..base.shape import Shape
+from ..kernel.accepts import family_refuses
 from ..kernel.config import KernelConfig
 from .grid import Grid, nearest, order_shapes
 from .plan import SearchPlan, make_plan
@@ -66,8 +67,9 @@ class GridJob:
 
     def tasks(self) -> list[Task]:
         """Every task in the order the queue hands them out: shapes as grid.order_shapes, each shape's
-        families in the order given."""
-        return [Task(f, s) for s in order_shapes(self.grid.shapes) for f in self.families]
+        families in the order given, but for a family none of whose kernels computes the shape (skinny)."""
+        return [Task(f, s) for s in order_shapes(self.grid.shapes) for f in self.families
+                if family_refuses(f, s.M, s.N) is None]
 
     def plan_for(self, task: Task, timeout: float | None = None) -> SearchPlan:
         """The task's search plan (study ``<gpu>-<family>-<shape>``, simt ``<gpu>-<shape>``); its presets
