@@ -3,7 +3,8 @@
 Session 18 timed ``--set s18`` (30 kernels around the ``skinny`` preset: BN 8..32, TM 1-2, BK 16-32,
 split-K 1..16) on search/grid-hopper-skinny.json and merged the times into both results files. ``--set
 next`` holds the kernels not yet timed: the same 30 swapped (``swap``: few rows of C, preset
-``skinny-m``) and, for BN >= 16, with B's chunks rotated (``swz_b``: B stored with k contiguous).
+``skinny-m``); for BN >= 16, with B's chunks rotated (``swz_b``: B stored with k contiguous); and with A
+read straight into registers (``prefetch``: A stored column-major, so they are written in layout TT).
 
     python benchmarks/skinny_kernels.py --gpu h100 --set next --out cand/
     gemmgen search --grid search/grid-hopper-skinny.json --family skinny --timings-only \\
@@ -40,9 +41,13 @@ def session18() -> list[KernelConfig]:
 
 
 def following() -> list[KernelConfig]:
-    """Not yet timed: session 18's kernels swapped (few rows), and with B's chunks rotated where BN >= 16."""
+    """Not yet timed: session 18's kernels swapped (few rows); with B's chunks rotated where BN >= 16; and,
+    for A stored column-major (layout TT: timed in TN and TT), reading A straight into registers 8 and 16
+    deep where the rules allow it (prefetch)."""
     mine = session18()
-    return [c.replace(swap=True) for c in mine] + [c.replace(swz_b=c.BN // 4) for c in mine if c.BN >= 16]
+    direct = [c.replace(layout="TT", prefetch=True, BK=bk) for c in mine for bk in (8, 16) if c.BK == 16]
+    return ([c.replace(swap=True) for c in mine] + [c.replace(swz_b=c.BN // 4) for c in mine if c.BN >= 16]
+            + list({c.name: c for c in direct if not explain(c, "h100")}.values()))
 
 
 def main(argv=None) -> int:

@@ -212,8 +212,8 @@ class KernelConfig:
     def smem_per_stage(self) -> int:
         """Bytes of shared memory one pipeline stage holds (A tile plus B tile; skinny: one warp's)."""
         if self.family in ("naive", "skinny"):   # skinny: the big operand (A; B with swap) [BK][BM], or [BM][BK + 4]
-            k_contiguous = self.b_transposed if self.swap else not self.a_transposed   # where its k is contiguous
-            return 4 * (self.BM * (self.BK + 4 * k_contiguous) + self.BK * self.BN) * (self.family != "naive")
+            k_contiguous = self.b_transposed if self.swap else not self.a_transposed   # prefetch: in registers
+            return 4 * (self.BM * (self.BK + 4 * k_contiguous) * (not self.prefetch) + self.BK * self.BN) * (self.family != "naive")
         (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
         return self.elem_bytes * (ra * ca + rb * cb)
 

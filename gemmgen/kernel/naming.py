@@ -21,7 +21,7 @@ def kernel_name(c) -> str:
     if c.family == "skinny":   # b: rows x max N x K step; t: rows per lane; w: warps on K; s: stages
         return "_".join([f"gg_skinny_{lay}_b{c.BM}x{c.BN}x{c.BK}_t{c.TM}_w{c.warps_k}_v{c.vec}_s{c.stages}",
                          f"k{c.split_k}{c.reduce[0] if c.split_k > 1 else ''}", *(["sw"] if c.swap else []),
-                         *([f"bs{c.swz_b}"] if c.swz_b != 1 else []),
+                         *([f"bs{c.swz_b}"] if c.swz_b != 1 else []), *(["d"] if c.prefetch else []),
                          *([f"o{c.min_blocks}"] if c.min_blocks != 1 else [])])
     head = [f"gg_{c.family}_{lay}", f"b{c.BM}x{c.BN}x{c.BK}"]
     if c.global_layout_smem:   # tensor cores: warp tiles of mma/wmma tiles, shared memory in global layout

@@ -22,7 +22,8 @@ STEPS = (8, 16, 32)
 MAX_SPLIT = 64
 MAX_ACCUMULATORS = 96
 REGISTER_OVERHEAD = 64   # addresses, loop state and one float4 of B and of A per row beside the accumulators
-_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "swap", "swz_b", "label")
+_OWN = ("layout", "BM", "BN", "BK", "TM", "warps_k", "vec", "stages", "split_k", "min_blocks", "swap", "swz_b",
+        "prefetch", "label")
 
 
 def _skinny(name):
@@ -76,9 +77,21 @@ def _registers(c, d):
         return (f"TM * BN = {c.accumulators} accumulators per lane: at most {MAX_ACCUMULATORS} leave registers for "
                 "the copies (fewer rows per lane, TM, or a smaller BN)")
     budget = min(255, d.regs_per_sm // (c.threads * c.min_blocks)) if c.min_blocks > 1 else 255
-    if budget < c.accumulators + REGISTER_OVERHEAD:
-        return (f"min_blocks = {c.min_blocks} leaves {budget} registers per thread for {c.accumulators} accumulators "
-                f"and about {REGISTER_OVERHEAD} more; lower min_blocks or warps_k")
+    rows = 2 * c.TM * c.BK if c.prefetch else 0   # prefetch: this step's and the next step's rows of X
+    if budget < c.accumulators + rows + REGISTER_OVERHEAD:
+        return (f"{c.accumulators} accumulators{f', {rows} prefetched values of X' if rows else ''} and about "
+                f"{REGISTER_OVERHEAD} more registers exceed the {budget} a thread has (min_blocks = {c.min_blocks}); "
+                "lower TM, BK or min_blocks")
+    return None
+
+
+@_skinny("SKINNY_PREFETCH")
+def _prefetch(c, d):
+    k_contiguous = c.b_transposed if c.swap else not c.a_transposed
+    if c.prefetch and k_contiguous:
+        return (f"prefetch = true reads the big operand's rows straight into registers, which needs them contiguous "
+                f"({'B stored K x N: layouts NN, TN' if c.swap else 'A stored column-major: layouts TN, TT'}); "
+                f"layout {c.layout} stores its k contiguous")
     return None
 
 
