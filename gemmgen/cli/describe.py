@@ -39,9 +39,10 @@ def _skinny(c: KernelConfig) -> list[str]:
     split = (f"; {c.split_k} K slices in separate blocks, summed by "
              + ("atomics into C pre-scaled by beta" if c.reduce == "atomic" else "a reduce kernel over a workspace")
              if c.split_k > 1 else "")
-    k_contiguous = c.b_transposed if c.swap else not c.a_transposed
-    a_tile = ("as [BM][BK + 4]: each lane reads a float4 of k from its row, 8 lanes on 8 bank groups" if k_contiguous
-              else "as stored, [BK][BM] (rows contiguous)")
+    a_tile = ("as [BM][BK + 4]: each lane reads a float4 of k from its row, 8 lanes on 8 bank groups"
+              if c.skinny_k_contiguous else "as stored, [BK][BM] (rows contiguous)")
+    big, small = ("B", "A") if c.swap else ("A", "B")
+    staged = small if c.prefetch else "A and B"
     if c.prefetch:
         a_tile = "is not staged: each lane reads its rows of a K step straight into registers, a step ahead"
     rows = (f"M <= {c.BN} (swap): the kernel computes C^T = op(B)^T op(A)^T and stores C transposed; each block "
@@ -50,10 +51,10 @@ def _skinny(c: KernelConfig) -> list[str]:
             f"({c.accumulators} accumulators, fp32 FMA)",
             f"the {c.warps_k} warp(s) of a block take consecutive parts of its K range and sum their partials in "
             f"shared memory at the end{split}",
-            f"each warp stages its own tiles of {'B' if c.prefetch and not c.swap else 'A' if c.prefetch else 'A and B'}, {c.BK} deep, through a {c.stages}-buffer cp.async ring "
+            f"each warp stages its own tiles of {staged}, {c.BK} deep, through a {c.stages}-buffer cp.async ring "
             f"({'16-byte copies where rows are 16-byte aligned, else ' if c.vec == 4 else ''}4-byte copies; "
             "no block barrier in the main loop)",
-            f"{'B' if c.swap else 'A'}'s tile {a_tile}; {'A' if c.swap else 'B'}'s [BK][BN] tile is read as float4 "
+            f"{big}'s tile {a_tile}; {small}'s [BK][BN] tile is read as float4 "
             "broadcasts (every lane the same address)",
             f"operands: A {_LAYOUT[c.layout[0]]}, B {_LAYOUT[c.layout[1]]}, C row-major"]
 

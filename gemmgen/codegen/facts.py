@@ -44,6 +44,8 @@ def facts(c: KernelConfig, command: str, arch: str, harness: bool = False) -> Si
         _tensor_core_facts(c, g)
     elif c.family in HALF:
         _half_facts(c, g)
+    elif c.family == "skinny":
+        _skinny_facts(c, g)
     return g
 
 
@@ -75,6 +77,12 @@ def _simt_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a_frag_vec = c.frag == "lds" and c.a_kmajor and c.TM % 4 == 0 and c.a_tile_shape[1] % 4 == 0
     g.b_frag_vec = c.frag == "lds" and c.TN % 4 == 0 and c.b_tile_shape[1] % 4 == 0
     g.c_vec = c.TN % 4 == 0 and not c.split_atomic
+
+
+def _skinny_facts(c: KernelConfig, g: SimpleNamespace) -> None:
+    """Which operand has its k contiguous: the big one X (A; B when swapped) and the small one Y."""
+    g.big_k = c.skinny_k_contiguous
+    g.small_k = not c.a_transposed if c.swap else c.b_transposed
 
 
 def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:

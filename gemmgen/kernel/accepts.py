@@ -15,7 +15,7 @@ caller knows (``aligned``). This module reads only the config's attributes (it i
 from __future__ import annotations
 
 
-SKINNY_MOST = 32   # the skinny family's widest BN (kernel/rules/skinny.py): its kernels take N or M up to it
+SKINNY_MOST = 32   # the skinny family's widest BN (rule SKINNY_TILE): its kernels take N, or M swapped, up to it
 
 
 def family_refuses(family: str, M: int, N: int) -> str | None:

@@ -22,33 +22,25 @@ from typing import Any
 
 from .accepts import refusal
 from .coerce import ConfigError, coerce
+from .families import (BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, HALF, HALF_DTYPES, LAYOUTS, MMA_KINDS,  # noqa: F401
+                       PRECISION, REDUCTIONS, TENSOR_CORE)   # (re-exported: every stage imports them from here)
+from .memory import EPILOGUE_LD, SharedMemory  # noqa: F401
 from .naming import kernel_name
-
-FAMILIES = ("naive", "simt", "tf32", "tf32x3", "wmma", "skinny")
-TENSOR_CORE = ("tf32", "tf32x3")   # mma.sync m16n8k8 families; tf32x3 is fp32-accurate (3xTF32)
-HALF = ("wmma",)                   # fp16/bf16 inputs on the tensor cores (nvcuda::wmma 16x16x16, seed 004)
-# Each family's accuracy class for the gate (measure.gate.gate_bound); the half family's is its dtype.
-PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32", "skinny": "fp32"}
-DTYPES = ("f32", "f16", "bf16")   # element type of A and B; C is always fp32
-HALF_DTYPES = ("f16", "bf16")
-EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
-MMA_KINDS = ("sync", "wgmma")     # tensor-core instruction: mma.sync (sm_80+) or wgmma.mma_async (sm_90a)
-LAYOUTS = ("NN", "NT", "TN", "TT")
-BOUNDS = ("checked", "none")
-REDUCTIONS = ("atomic", "workspace")
-FRAGMENT_LOADS = ("lds", "shfl")
 
 
 @dataclass(frozen=True)
-class KernelConfig:
+class KernelConfig(SharedMemory):
     """Every template parameter of one GEMM kernel (C = alpha*op(A)@op(B) + beta*C, C in fp32; A and B
     of ``dtype``: fp32, or fp16/bf16 for the half family ``wmma``).
+
     Layout letters follow BLAS: ``layout[0]`` is A, ``layout[1]`` is B; ``N`` means the operand is
     stored row-major as written (A is MxK with lda >= K, B is KxN with ldb >= N), ``T`` means it is
     stored transposed (A as KxM row-major, i.e. column-major MxK, lda >= M; B as NxK, ldb >= K).
-    C is always row-major MxN with ldc >= N."""
+    C is always row-major MxN with ldc >= N.
+    """
 
-    family: str = "simt"          # naive (v0/v1), simt (tiled), tf32/tf32x3/wmma (tensor cores), skinny (N <= BN)
+    family: str = "simt"          # naive (v0/v1), simt (shared-memory tiled), tf32/tf32x3/wmma (tensor cores),
+                                  # skinny (C with N <= BN, or M <= BN with swap: templates/skinny.cu.j2)
     layout: str = "NN"            # storage of A and B, see the class docstring
     BM: int = 128                 # block tile rows of C
     BN: int = 128                 # block tile columns of C
@@ -81,8 +73,9 @@ class KernelConfig:
     tma: bool = False             # wgmma only: TMA loads into mbarrier stages, a producer warpgroup
                                   # beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2)
     persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
-    partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials added in fp32 (false:
-                                  # straight on the tensor cores like cuBLAS: faster, error grows with K)
+    partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
+                                  # accumulators in round-to-nearest fp32 (false: straight on the tensor
+                                  # cores, as cuBLAS does: faster, and the truncation error grows with K)
     warps_k: int = 1              # skinny only: warps of a block splitting its K range (summed in shared memory)
     swap: bool = False            # skinny only: the few columns are M's; C^T = op(B)^T op(A)^T, C stored transposed
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
@@ -94,8 +87,8 @@ class KernelConfig:
         return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary of every parameter (label too; persistent, interleave, warps_k only where
-        set: configs, sources and results written before they existed read the same)."""
+        """Plain JSON-ready dictionary of every parameter (label included; persistent, interleave, warps_k and
+        swap only where set, so the configs, sources and results written before they existed read the same)."""
         unset = {"persistent": 0, "interleave": False, "warps_k": 1, "swap": False}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in unset or v != unset[k]}
 
@@ -122,9 +115,12 @@ class KernelConfig:
 
     # ---- derived geometry -----------------------------------------------------------------
     @property
-    def threads(self) -> int:   # threads per block
-        if self.family in ("naive", "skinny"):
-            return self.BM * self.BN if self.family == "naive" else 32 * self.warps_k
+    def threads(self) -> int:
+        """Threads per block."""
+        if self.family == "naive":
+            return self.BM * self.BN
+        if self.family == "skinny":   # a warp per part of the block's K range
+            return 32 * self.warps_k
         # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
         if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
             return (self.BM // self.WM) * 128 + 128
@@ -188,69 +184,12 @@ class KernelConfig:
         return (self.name,)
 
     @property
-    def a_smem_kmajor(self) -> bool:
-        """A is stored [BK][BM] in shared memory. Tensor-core families keep the global layout, so
-        every cp.async moves 16 contiguous bytes (T: A is column-major, m contiguous)."""
-        return self.a_transposed if self.global_layout_smem else self.a_kmajor
-
-    @property
-    def b_smem_kmajor(self) -> bool:
-        """B is stored [BK][BN] in shared memory (simt: always; tensor cores: when B is row-major)."""
-        return not self.b_transposed if self.global_layout_smem else True
-
-    @property
-    def a_tile_shape(self) -> tuple[int, int]:
-        """Shared-memory array of A for one stage: (rows, row length in elements incl. padding)."""
-        return (self.BK, self.BM + self.pad_a) if self.a_smem_kmajor else (self.BM, self.BK + self.pad_a)
-
-    @property
-    def b_tile_shape(self) -> tuple[int, int]:
-        """Shared-memory array of B for one stage: [BK][BN + pad_b], or [BN][BK + pad_b] (n-major)."""
-        return (self.BK, self.BN + self.pad_b) if self.b_smem_kmajor else (self.BN, self.BK + self.pad_b)
-
-    @property
-    def smem_per_stage(self) -> int:
-        """Bytes of shared memory one pipeline stage holds (A tile plus B tile; skinny: one warp's)."""
-        if self.family in ("naive", "skinny"):   # skinny: the big operand (A; B with swap) [BK][BM], or [BM][BK + 4]
-            k_contiguous = self.b_transposed if self.swap else not self.a_transposed   # prefetch: in registers
-            return 4 * (self.BM * (self.BK + 4 * k_contiguous) * (not self.prefetch) + self.BK * self.BN) * (self.family != "naive")
-        (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
-        return self.elem_bytes * (ra * ca + rb * cb)
-
-    @property
-    def tma_tile_bytes(self) -> int:
-        """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
-        tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
-        split = self.family == "tf32x3"
-        c_tile = self.BM * self.c_ld * 4 if self.persistent else 0
-        return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4) + c_tile
-
-    @property
-    def c_ld(self) -> int:
-        """Row stride of a TMA kernel's staged C: 8 banks mod 32 (8-byte writes hit 32 banks), >= BN + 4."""
-        pad = (8 - self.BN % 32) % 32
-        return self.BN + (pad if pad >= 4 else pad + 32)
-
-    @property
-    def smem_bytes(self) -> int:
-        """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
-        one 16x16 fp32 tile per warp, so it is at least that."""
-        pipeline = self.smem_per_stage * self.stages
-        if self.family == "skinny":   # each warp's ring, then the warps' BM x BN partials (rows BN + 1)
-            return self.warps_k * max(pipeline, 4 * self.BM * (self.BN + 1))
-        if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's)
-            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16)
-        if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
-            return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed) * (1 + self.prefetch)
-        if self.family in HALF:
-            return max(pipeline, (self.threads // 32) * 16 * EPILOGUE_LD * 4)
-        return pipeline
-
-    @property
     def accumulators(self) -> int:
         """fp32 accumulators each thread holds."""
-        if self.family in ("naive", "skinny"):
-            return 1 if self.family == "naive" else self.TM * self.BN
+        if self.family == "naive":
+            return 1
+        if self.family == "skinny":   # TM rows of C per lane, all BN columns
+            return self.TM * self.BN
         if self.mma == "wgmma":
             return self.WM * self.WN // 128   # a warpgroup's 64 x BM tile over 128 threads
         if self.tensor_core or self.family in HALF:

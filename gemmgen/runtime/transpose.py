@@ -132,7 +132,7 @@ def staged(x, have: str, want: str, align: int):
     if x.dtype != cupy.float32:
         raise ValueError(f"a transposing copy takes float32 operands, not {x.dtype}")
     stored = x if have == "N" else x.T            # the stored matrix: rows contiguous
-    rows, cols = _copied_shape(x, have, want)
+    rows, cols = _copied_shape(stored_shape(x, have), have, want)
     ld = aligned_ld(cols, align)
     out = cupy.empty((rows, ld), dtype=cupy.float32)
     _copy(x, have, stored.strides[0] // 4, want, out.data.ptr, ld)
@@ -170,7 +170,7 @@ def pair_copies(a_stored: tuple[int, int], la: str, lda: int, want_a: str | None
     copies, floats, lds = [], 0, [lda, ldb]
     for i, (stored, have, ld, want) in enumerate(((a_stored, la, lda, want_a), (b_stored, lb, ldb, want_b))):
         if want:
-            rows, cols = stored if have == want else stored[::-1]   # the copy's rows
+            rows, cols = _copied_shape(stored, have, want)
             lds[i] = aligned_ld(cols, align)
             copies.append((i, Copy(have != want, *stored, ld, lds[i]), floats))
             floats += -(-rows * lds[i] // 64) * 64      # the next copy starts 256 bytes further on
@@ -208,10 +208,9 @@ def stored_shape(x, have: str) -> tuple[int, int]:
     return x.shape if have == "N" else (x.shape[1], x.shape[0])
 
 
-def _copied_shape(x, have: str, want: str) -> tuple[int, int]:
-    """(rows, row length) of matrix x stored in layout ``want``: its stored shape, or the transpose's."""
-    rows, cols = stored_shape(x, have)
-    return (rows, cols) if have == want else (cols, rows)
+def _copied_shape(stored: tuple[int, int], have: str, want: str) -> tuple[int, int]:
+    """(rows, row length) in layout ``want`` of a matrix stored as ``stored`` (rows, row length) in ``have``."""
+    return stored if have == want else (stored[1], stored[0])
 
 
 def _copy(x, have: str, lds: int, want: str, dst: int, ldd: int) -> None:

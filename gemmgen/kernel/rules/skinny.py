@@ -14,6 +14,7 @@ through a cp.async ring of ``stages`` buffers, and sum their partials in shared 
 """
 from __future__ import annotations
 
+from ..accepts import SKINNY_MOST
 from ..config import REDUCTIONS, KernelConfig
 from .rule import RuleSet, choice
 
@@ -32,8 +33,9 @@ def _skinny(name):
 
 @_skinny("SKINNY_TILE")
 def _tile(c, d):
-    if c.BN % 4 or not 4 <= c.BN <= 32:
-        return f"BN = {c.BN}: the skinny kernel takes BN from 4 to 32 in steps of 4 (each lane holds TM * BN accumulators)"
+    if c.BN % 4 or not 4 <= c.BN <= SKINNY_MOST:
+        return (f"BN = {c.BN}: the skinny kernel takes BN from 4 to {SKINNY_MOST} in steps of 4 (each lane holds "
+                "TM * BN accumulators)")
     return None
 
 
@@ -87,8 +89,7 @@ def _registers(c, d):
 
 @_skinny("SKINNY_PREFETCH")
 def _prefetch(c, d):
-    k_contiguous = c.b_transposed if c.swap else not c.a_transposed
-    if c.prefetch and k_contiguous:
+    if c.prefetch and c.skinny_k_contiguous:
         return (f"prefetch = true reads the big operand's rows straight into registers, which needs them contiguous "
                 f"({'B stored K x N: layouts NN, TN' if c.swap else 'A stored column-major: layouts TN, TT'}); "
                 f"layout {c.layout} stores its k contiguous")

@@ -1,0 +1,85 @@
+"""The shared memory of a kernel config: the tiles of A and B one pipeline stage holds, their layouts,
+and the bytes a block asks for. :class:`SharedMemory` is a base of
+:class:`~gemmgen.kernel.config.KernelConfig`, whose fields and layout properties it reads.
+
+>>> from gemmgen.kernel.presets import preset
+>>> preset("v8").a_tile_shape, preset("v8").smem_bytes
+((8, 132), 16640)
+"""
+from __future__ import annotations
+
+from .families import HALF
+
+EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
+
+
+class SharedMemory:
+    """Shared-memory geometry, derived from the config's fields (a mixin: no state of its own)."""
+
+    __slots__ = ()
+
+    @property
+    def skinny_k_contiguous(self) -> bool:
+        """The skinny kernel's big operand (A; B when swapped, see ``swap``) is stored with k contiguous."""
+        return self.b_transposed if self.swap else not self.a_transposed
+
+    @property
+    def a_smem_kmajor(self) -> bool:
+        """A is stored [BK][BM] in shared memory. Tensor-core families keep the global layout, so
+        every cp.async moves 16 contiguous bytes (T: A is column-major, m contiguous)."""
+        return self.a_transposed if self.global_layout_smem else self.a_kmajor
+
+    @property
+    def b_smem_kmajor(self) -> bool:
+        """B is stored [BK][BN] in shared memory (simt: always; tensor cores: when B is row-major)."""
+        return not self.b_transposed if self.global_layout_smem else True
+
+    @property
+    def a_tile_shape(self) -> tuple[int, int]:
+        """Shared-memory array of A for one stage: (rows, row length in elements incl. padding)."""
+        return (self.BK, self.BM + self.pad_a) if self.a_smem_kmajor else (self.BM, self.BK + self.pad_a)
+
+    @property
+    def b_tile_shape(self) -> tuple[int, int]:
+        """Shared-memory array of B for one stage: [BK][BN + pad_b], or [BN][BK + pad_b] (n-major)."""
+        return (self.BK, self.BN + self.pad_b) if self.b_smem_kmajor else (self.BN, self.BK + self.pad_b)
+
+    @property
+    def smem_per_stage(self) -> int:
+        """Bytes of shared memory one pipeline stage holds (A tile plus B tile; skinny: one warp's)."""
+        if self.family == "naive":
+            return 0
+        if self.family == "skinny":   # the big operand [BM][BK + 4] (k contiguous) or [BK][BM] (none: prefetch), B [BK][BN]
+            big = 0 if self.prefetch else self.BM * (self.BK + 4 * self.skinny_k_contiguous)
+            return 4 * (big + self.BK * self.BN)
+        (ra, ca), (rb, cb) = self.a_tile_shape, self.b_tile_shape
+        return self.elem_bytes * (ra * ca + rb * cb)
+
+    @property
+    def tma_tile_bytes(self) -> int:
+        """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
+        tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
+        split = self.family == "tf32x3"
+        c_tile = self.BM * self.c_ld * 4 if self.persistent else 0
+        return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4) + c_tile
+
+    @property
+    def c_ld(self) -> int:
+        """Row stride of a TMA kernel's staged C: 8 banks mod 32 (8-byte writes hit 32 banks), >= BN + 4."""
+        pad = (8 - self.BN % 32) % 32
+        return self.BN + (pad if pad >= 4 else pad + 32)
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
+        one 16x16 fp32 tile per warp, so it is at least that."""
+        pipeline = self.smem_per_stage * self.stages
+        if self.family == "skinny":   # each warp's ring, then the warps' BM x BN partials (rows BN + 1)
+            return self.warps_k * max(pipeline, 4 * self.BM * (self.BN + 1))
+        if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's)
+            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16)
+        if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
+            return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed) * (1 + self.prefetch)
+        if self.family in HALF:
+            return max(pipeline, (self.threads // 32) * 16 * EPILOGUE_LD * 4)
+        return pipeline
