@@ -125,6 +125,15 @@ def test_bad_family_is_a_one_line_error_before_any_gpu_work(capsys):
     assert "or all" in err
 
 
+def test_a_family_with_nothing_to_search_is_a_one_line_error_before_any_gpu_work(capsys, tmp_path):
+    """The skinny kernels compute C with N or M up to 32: a square shape is refused before the GPU, and
+    nothing is written."""
+    assert main(["search", "--family", "skinny", "--shape", "512x512x512", "--results", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--family skinny: nothing to search on 512x512x512/NN: the skinny kernels" in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_help_documents_the_families(capsys):
     with pytest.raises(SystemExit):
         main(["search", "--help"])

@@ -143,6 +143,7 @@ def check(args: argparse.Namespace, families: list[str | None]):
     """
     from ..base.devices import for_arch, known, resolve_alias
     from ..base.shape import Shape
+    from ..kernel.accepts import family_refuses
     from ..tune.plan import make_plan
     from ..tune.space import default_shapes
     from .options import DEFAULT_ARCH
@@ -163,6 +164,10 @@ def check(args: argparse.Namespace, families: list[str | None]):
     shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
     if not shapes:
         raise ValueError(f"--shapes {args.shapes!r} lists no shapes; e.g. {{\"shapes\": [\"4096x4096x4096/NN\"]}}")
+    refused = [family_refuses(f or "", s.M, s.N) for f in families for s in shapes]
+    if all(refused):   # nothing to search: say so before the GPU is touched
+        raise ValueError(f"--family {args.family}: nothing to search on {shapes[0]}{' and the rest' if len(shapes) > 1 else ''}: "
+                         f"{refused[0]}")
     for family in families:
         make_plan(shapes[0], target, trials=args.trials, storage="sqlite:///:memory:", study=args.study,
                   space=args.space, family=family, sampler=args.sampler, seed=args.seed, timeout=args.timeout,
