@@ -1,12 +1,13 @@
 """Write the skinny family's candidate kernels as a results file with no times, for ``--winners-from``.
 
 Session 18 timed ``--set s18`` (30 kernels around the ``skinny`` preset: BN 8..32, TM 1-2, BK 16-32,
-split-K 1..16) on search/grid-hopper-skinny.json and merged the times into both results files. ``--set
-next`` holds the kernels not yet timed: the same 30 swapped (``swap``: few rows of C, preset
+split-K 1..16) on search/grid-hopper-skinny.json and merged the times into both results files. Session 19
+timed ``--set s19`` (64 more) and merged them too: the same 30 swapped (``swap``: few rows of C, preset
 ``skinny-m``); for BN >= 16, with B's chunks rotated (``swz_b``: B stored with k contiguous); and with A
 read straight into registers (``prefetch``: A stored column-major, so they are written in layout TT).
+Both sets together are every skinny kernel the results files time; a new set goes here as ``s20``.
 
-    python benchmarks/skinny_kernels.py --gpu h100 --set next --out cand/
+    python benchmarks/skinny_kernels.py --gpu h100 --set s19 --out cand/
     gemmgen search --grid search/grid-hopper-skinny.json --family skinny --timings-only \\
         --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --add-shapes
@@ -40,8 +41,8 @@ def session18() -> list[KernelConfig]:
     return out
 
 
-def following() -> list[KernelConfig]:
-    """Not yet timed: session 18's kernels swapped (few rows); with B's chunks rotated where BN >= 16; and,
+def session19() -> list[KernelConfig]:
+    """The 64 kernels session 19 timed: session 18's kernels swapped (few rows); with B's chunks rotated where BN >= 16; and,
     for A stored column-major (layout TT: timed in TN and TT), reading A straight into registers 8 and 16
     deep where the rules allow it (prefetch)."""
     mine = session18()
@@ -53,10 +54,10 @@ def following() -> list[KernelConfig]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
-    ap.add_argument("--set", choices=("s18", "next"), default="next", help="which candidates (default: next)")
+    ap.add_argument("--set", choices=("s18", "s19"), required=True, help="which session's candidates")
     ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
     args = ap.parse_args(argv)
-    configs = session18() if args.set == "s18" else following()
+    configs = session18() if args.set == "s18" else session19()
     bad = [(c.name, explain(c, args.gpu)) for c in configs if explain(c, args.gpu)]
     if bad:
         print(f"invalid candidates: {bad[0][0]}: {bad[0][1][0]}", file=sys.stderr)
