@@ -236,7 +236,7 @@ def test_tensor_core_presets_are_reachable(family, arch):
         params = space.params_of(cfg)
         assert params is not None, (layout, arch)
         assert space.sample(optuna.trial.FixedTrial(params), layout) == cfg
-    wgmma = [f"{family}-wgmma", f"{family}-tma"] if arch == "sm_90" else []
+    wgmma = [f"{family}-wgmma", f"{family}-tma"] + ([f"{family}-ws"] if family == "tf32x3" else []) if arch == "sm_90" else []
     assert [p.label for p in all_presets(arch) if space.params_of(p)] == [family, *wgmma]
 
 
@@ -253,8 +253,9 @@ def test_tf32_and_tf32x3_spaces_stay_in_step():
     differ = {k for k in a["params"] if a["params"][k] != b["params"][k]}
     # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32, no 256-row wgmma tiles, and
     # its small parts of A take shared memory beside the ring (wg_BK's fit); on the TMA pipeline it
-    # holds sums and partials (BN up to 208, not 256) and B's small parts beside each stage
-    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages"}
+    # holds sums and partials (BN up to 208, not 256) and B's small parts beside each stage; only its
+    # warp-specialized kernel has the cp.async producer, so only it draws tma in every layout
+    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages", "tma", "tm_async"}
     assert a["arch"] == b["arch"]
 
 
@@ -321,7 +322,8 @@ def test_wgmma_draws_on_sm_90_are_mostly_valid(family, layout):
 def test_tma_draws_on_sm_90(family):
     """Layout NT on sm_90 draws the TMA pipeline for about half its wgmma kernels, most of them valid,
     with its fixed geometry (64-row consumers owning all BN columns, 128-byte rows) and split-K drawn as
-    for the other kernels; no other layout or architecture draws it."""
+    for the other kernels. The 3xTF32 space also draws its cp.async producer (async_copy): in NT beside
+    the copy engine, in the other layouts alone; the TF32 space draws it nowhere."""
     space = load_space(family, "sm_90")
     wgmma = [c for c in _draws(space, 1200, seed=7, layout="NT") if c.mma == "wgmma"]
     tma = [c for c in wgmma if c.tma]
@@ -331,13 +333,16 @@ def test_tma_draws_on_sm_90(family):
     assert {v.rule for vs in violations for v in vs} <= {"TMA_SHARED_MEMORY", "TMA_REGISTERS"}
     valid = [c for c, v in zip(tma, violations) if not v]
     assert {c.BM for c in valid} == {64, 128} and {c.stages for c in valid} >= {2, 3, 4}
-    assert max(c.BN for c in valid) == (208 if family == "tf32x3" else 256)
+    assert max(c.BN for c in valid if not c.async_copy) == (208 if family == "tf32x3" else 256)
+    assert {c.async_copy for c in valid} == ({False, True} if family == "tf32x3" else {False})
     assert {c.split_k for c in valid} >= {1, 4, 16}
     for c in valid:
         assert (c.WM, c.WN, c.BK, c.swz_a, c.swz_b, c.pad_b, c.bounds) == (64, c.BN, 32, 8, 8, 0, "checked")
         assert space.sample(optuna.trial.FixedTrial(space.params_of(c)), "NT") == c
     for layout in ("NN", "TN", "TT"):
-        assert not [c for c in _draws(space, 300, seed=8, layout=layout) if c.tma]
+        ws = [c for c in _draws(space, 300, seed=8, layout=layout) if c.tma]
+        assert all(c.async_copy for c in ws) and (len(ws) > 20 if family == "tf32x3" else not ws)
+        assert sum(not explain(c, "sm_90") for c in ws) >= 0.7 * len(ws)
 
 
 @pytest.mark.parametrize("family", TC)

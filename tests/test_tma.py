@@ -61,7 +61,7 @@ BROKEN = {
     "layout-tn": (dict(layout="TN"), "TMA_LAYOUT", "layout TN"),
     "pad-a": (dict(pad_a=8), "TMA_DEFAULTS", "pad_a"),
     "pad-b": (dict(pad_b=8), "TMA_DEFAULTS", "pad_b"),
-    "async-copy": (dict(async_copy=True), "TMA_DEFAULTS", "async_copy"),
+    "async-copy-f16": (dict(async_copy=True), "TMA_COPY", "tf32x3 family only"),
     "min-blocks": (dict(min_blocks=2), "TMA_DEFAULTS", "min_blocks"),
     "vec4": (dict(vec=4), "TMA_DEFAULTS", "vec = 4"),
     "no-swizzle": (dict(swz_a=1), "TMA_DEFAULTS", "swz_a = 1"),

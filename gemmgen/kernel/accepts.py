@@ -32,7 +32,7 @@ def family_refuses(family: str, M: int, N: int) -> str | None:
 def needs_aligned_pointers(c) -> bool:
     """Whether the kernel reads A and B from 16-byte aligned first elements without checking them
     (TMA descriptors, the fast path's and the interleaved SIMT loop's vector loads)."""
-    return c.tma or (c.family != "naive" and c.bounds != "checked") or c.interleave
+    return c.tensor_maps or (c.family != "naive" and c.bounds != "checked") or c.interleave
 
 
 def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None = None,
@@ -54,9 +54,9 @@ def refusal(c, M: int, N: int, K: int, lda: int | None = None, ldb: int | None =
         few, n = ("M", M) if c.swap else ("N", N)
         return f"the skinny kernel computes {few} <= {c.BN} (BN), got {few}={n}"
     if not aligned and needs_aligned_pointers(c):
-        return (f"{'TMA' if c.tma else 'fast path'} reads A and B from 16-byte aligned addresses; "
+        return (f"{'TMA' if c.tensor_maps else 'fast path'} reads A and B from 16-byte aligned addresses; "
                 "these operands start elsewhere")
-    if c.tma:   # the copy engine reads rows that start 16 bytes apart (edges read as zeros)
+    if c.tensor_maps:   # the copy engine reads rows that start 16 bytes apart (edges read as zeros)
         per = 16 // c.elem_bytes
         return next((f"TMA needs {name} % {per} == 0 (16-byte rows), got {name}={lds[name]}"
                      for name in ("lda", "ldb") if lds[name] % per), None)

@@ -70,8 +70,9 @@ class KernelConfig(SharedMemory):
     min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
     dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
     mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
-    tma: bool = False             # wgmma only: TMA loads into mbarrier stages, a producer warpgroup
-                                  # beside BM/WM consumer warpgroups (templates/wgmma_tma.cu.j2)
+    tma: bool = False             # wgmma only: a producer warpgroup fills mbarrier stages beside BM/WM
+                                  # consumer warpgroups (templates/wgmma_tma.cu.j2), by TMA, or with
+                                  # async_copy by cp.async from any layout and row alignment (3xTF32)
     persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
@@ -125,6 +126,12 @@ class KernelConfig(SharedMemory):
         if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
             return (self.BM // self.WM) * 128 + 128
         return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
+
+    @property
+    def tensor_maps(self) -> bool:
+        """The warp-specialized kernel's producer copies with TMA (descriptors of A and B, 16-byte rows,
+        layout NT); with ``async_copy`` it copies with cp.async instead (any layout and alignment)."""
+        return self.tma and not self.async_copy
 
     @property
     def tensor_core(self) -> bool:

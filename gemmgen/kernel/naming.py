@@ -43,5 +43,5 @@ def _type_suffix(c) -> list[str]:
     """Name parts of the element type, the tensor-core instruction and the accumulation, where not
     the defaults."""
     return (([c.dtype] if c.dtype != "f32" else []) + (["wg"] if c.mma != "sync" else [])
-            + (["tma"] if c.tma else [])
+            + (["tma" if c.tensor_maps else "ws"] if c.tma else [])
             + (["direct"] if not c.partials else []))

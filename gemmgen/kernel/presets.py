@@ -81,6 +81,9 @@ _TMA_HALF = _TMA.replace(family="wmma", dtype="f16", BN=256, BK=64, WN=256, vec=
 _TMA_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32x3-tma": (_TMA, "3xTF32 on a warp-specialized TMA pipeline: A split in the consumers' registers, "
                          "B's small parts by producer warps, fp32 accuracy (NT, sm_90a only)"),
+    "tf32x3-ws": (_TMA.replace(layout="NN", async_copy=True, BN=128, WN=128, stages=4),
+                  "tf32x3-tma with cp.async instead of TMA in the producer: any layout (m- or n-contiguous tiles "
+                  "transposed on the way) and any row alignment, no copies before it (sm_90a only; not yet run on a GPU)"),
     "tf32-tma": (_TMA.replace(family="tf32", BN=256, WN=256, stages=4),
                  "TF32 on the TMA pipeline: the copy engine rounds fp32 to TF32 on the way in (NT, sm_90a only)"),
     "f16-tma": (_TMA_HALF, "fp16 on the TMA pipeline, accumulating on the tensor cores like cuBLAS (NT, sm_90a only)"),

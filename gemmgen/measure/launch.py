@@ -190,8 +190,8 @@ class Launch:
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
         self.kernel, self.M, self.N, self.K, self.lda, self.ldb = kernel, M, N, K, lda, ldb
-        self.tma = c.tma
-        self.main = ParamBuffer(_MAIN_TMA if c.tma else _MAIN)
+        self.tma = c.tensor_maps
+        self.main = ParamBuffer(_MAIN_TMA if c.tensor_maps else _MAIN)
         p = self.main.params
         p.M, p.N, p.K, p.lda, p.ldb, p.ldc = M, N, K, lda, ldb, ldc
         self.grid, self.block, self.smem = c.grid(M, N, K), c.block(), c.smem_bytes

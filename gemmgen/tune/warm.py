@@ -94,7 +94,7 @@ def space_presets(space: Space, arch: str) -> list[KernelConfig]:
 
     >>> from gemmgen.tune.space import load_space
     >>> [c.label for c in space_presets(load_space("tf32x3", "sm_90"), "sm_90")]
-    ['tf32x3', 'tf32x3-wgmma', 'tf32x3-tma']
+    ['tf32x3', 'tf32x3-wgmma', 'tf32x3-tma', 'tf32x3-ws']
     """
     return [p for p in all_presets(arch) if space.params_of(p) is not None]
 

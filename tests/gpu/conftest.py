@@ -32,6 +32,14 @@ def session():
 
 
 @pytest.fixture(scope="module")
+def hopper(session):
+    """The session on an sm_90 GPU (wgmma and TMA need sm_90a); elsewhere the test skips."""
+    if session.spec.cc != (9, 0):
+        pytest.skip(f"wgmma and TMA need sm_90a; this GPU is {session.spec.arch}")
+    return session
+
+
+@pytest.fixture(scope="module")
 def worker():
     from gemmgen.measure.worker import MeasureWorker
 

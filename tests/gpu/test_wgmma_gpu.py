@@ -36,13 +36,6 @@ def _in(cfg, layout):
                        stages=min(cfg.stages, 3) if layout[0] == "T" else cfg.stages)
 
 
-@pytest.fixture(scope="module")
-def hopper(session):
-    if session.spec.cc != (9, 0):
-        pytest.skip(f"wgmma needs sm_90a; this GPU is {session.spec.arch}")
-    return session
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("family", FAMILIES)

@@ -66,14 +66,15 @@ def tma_partials(c: KernelConfig) -> bool:
     return c.family == "tf32x3" or (c.family in HALF and c.partials)
 
 
-def tma_registers(consumers: int) -> tuple[int, int]:
+def tma_registers(consumers: int, async_copy: bool = False) -> tuple[int, int]:
     """Registers per thread of the producer and of each consumer warpgroup after setmaxnreg: all of
-    the SM's 64K for one block, in multiples of 8, a consumer at most 240.
+    the SM's 64K for one block, in multiples of 8, a consumer at most 240. A cp.async producer
+    (``async_copy``) computes every copy's addresses: under 72 registers ptxas spilled its loop.
 
-    >>> tma_registers(1), tma_registers(2), tma_registers(3)
-    ((40, 240), (40, 232), (24, 160))
+    >>> tma_registers(1), tma_registers(2), tma_registers(3), tma_registers(2, True)
+    ((40, 240), (40, 232), (24, 160), (72, 216))
     """
-    producer = 40 if consumers <= 2 else 24
+    producer = 72 if async_copy else 40 if consumers <= 2 else 24
     return producer, min(240, (512 - producer) // consumers // 8 * 8)
 
 

@@ -1,6 +1,7 @@
 """Rules of the warp-specialized TMA variant of the wgmma kernels (``mma="wgmma"``, ``tma=True``).
 
-A producer warpgroup copies tiles of A and B with TMA into mbarrier stages; BM/WM consumer
+A producer warpgroup copies tiles of A and B with TMA (or, ``async_copy=True``, with cp.async from any
+layout and row alignment: the 3xTF32 family) into mbarrier stages; BM/WM consumer
 warpgroups multiply them with wgmma reading both operands from shared memory, each WM rows by all
 BN columns. These configs answer only to the rules every family obeys (:mod:`.common`) and to these:
 the other families' tile, copy and register rules describe kernels this one is not.
@@ -13,6 +14,10 @@ the other families' tile, copy and register rules describe kernels this one is n
 []
 >>> [v.rule for v in explain(cfg.replace(BN=192, stages=3, layout="NN"), "sm_90")]
 ['TMA_LAYOUT', 'TMA_TILE']
+>>> ws = KernelConfig(family="tf32x3", layout="NN", mma="wgmma", tma=True, async_copy=True, BM=128, BN=128, BK=32,
+...                   WM=64, WN=128, vec=4, swz_a=8, swz_b=8, stages=4)
+>>> explain(ws, "sm_90"), [v.rule for v in explain(ws.replace(family="wmma", dtype="f16", BK=64, vec=8), "sm_90")]
+([], ['TMA_COPY'])
 """
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from .tiled import shared_memory
 RULES = RuleSet()
 FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
 # Parameters of the cp.async kernels that a TMA kernel has not: the copy engine moves whole boxes.
-UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave", "async_copy",
+UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave",
           "pad_a", "pad_b", "min_blocks")
 MAX_CONSUMERS = 3
 
@@ -60,11 +65,19 @@ def _defaults(c, d):
     return "; ".join(out) or None
 
 
+@_tma("TMA_COPY")
+def _copy(c, d):
+    if c.async_copy and c.family != "tf32x3":
+        return (f"async_copy = true (the producer copies with cp.async) is built for the tf32x3 family only, "
+                f"whose producer splits B anyway; the {c.family} family's TMA kernel copies with TMA (async_copy = false)")
+    return None
+
+
 @_tma("TMA_LAYOUT")
 def _layout(c, d):
-    if c.layout != "NT":
+    if c.tensor_maps and c.layout != "NT":
         return (f"layout {c.layout}: the TMA kernels read K-major tiles of both operands (A row-major, "
-                "B stored N x K), layout NT")
+                "B stored N x K), layout NT; async_copy = true copies any layout with cp.async")
     return None
 
 
@@ -95,7 +108,7 @@ def _registers(c, d):
         return None
     consumers = c.BM // c.WM
     need = c.accumulators * (2 if tma_partials(c) else 1) + 24
-    have = tma_registers(consumers)[1]
+    have = tma_registers(consumers, c.async_copy)[1]
     # ptxas compiles under __launch_bounds__'s cap (64K registers over the block's threads), not the
     # consumers' setmaxnreg share: one wgmma's BN/2 accumulators and its operands must fit under it.
     cap = 65536 // c.threads // 8 * 8

@@ -1,0 +1,114 @@
+"""The 3xTF32 warp-specialized kernel whose producer copies with cp.async (tma=True, async_copy=True,
+preset tf32x3-ws) on an sm_90 GPU: every layout (m- or n-contiguous tiles transposed by the 4-byte
+copies), rows of any alignment (16-byte copies only where rows are 16 bytes apart from a 16-byte
+aligned start), ragged edges and K tails zero-filled by the copies, split-K by atomics and through a
+workspace, the persistent grid, and C's padding never written. Against float64 through the
+correctness gate (C poisoned with NaN for beta = 0, then alpha = 0.5, beta = 3)."""
+from __future__ import annotations
+
+import pytest
+
+from gemmgen.base import Shape
+from gemmgen.kernel.presets import preset
+from gemmgen.measure.gate import rel_error
+from gemmgen.measure.launch import Operands
+
+pytestmark = pytest.mark.gpu
+
+WS = preset("tf32x3-ws").replace(label="")   # 128x128x32, 4 stages
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+CONFIGS = {
+    "128x128-s4": WS,
+    "128x64-s6-k4a": WS.replace(BN=64, WN=64, stages=6, split_k=4),
+    "64x128-s4-k3w": WS.replace(BM=64, split_k=3, reduce="workspace"),
+    "128x128-s2-p16": WS.replace(stages=2, persistent=16),
+}
+# Ragged in every dimension, K below one stage and not a multiple of 4, one row or column, deep K.
+SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", CONFIGS)
+def test_gate_passes_in_every_layout(hopper, name, layout, shape):
+    cfg = CONFIGS[name].replace(layout=layout)
+    errors = hopper.check(cfg, Shape.parse(shape, layout), seed=len(shape))   # raises WrongResult past the gate
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rows_one_float_past_their_length(hopper, layout):
+    """lda, ldb and ldc one float longer than the rows: no operand's rows are 16 bytes apart, so every
+    copy is a 4-byte one, and the gate still passes."""
+    errors = hopper.check(WS.replace(layout=layout), Shape(515, 259, 131, layout), seed=5, pad=1)
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
+def _stored(rng, rows, cols, ld, offset):
+    """A rows x ld buffer of random non-zero values whose first element is `offset` floats into its
+    allocation (so it starts off a 16-byte boundary where offset % 4 != 0); its first `cols` columns
+    are the matrix."""
+    import cupy
+
+    buf = rng.uniform(0.5, 1.0, size=(rows * ld + offset,), dtype=cupy.float32)
+    return buf[offset:].reshape(rows, ld)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("offset", [0, 1, 4])
+def test_any_start_and_padded_rows(hopper, layout, offset):
+    """A and B start `offset` floats into their buffers with rows padded past their length (the padding
+    random, never read into the product), C's padding is never written; both alpha/beta cases."""
+    import cupy
+
+    M, N, K = 333, 300, 88
+    a_rows, a_cols = (M, K) if layout[0] == "N" else (K, M)
+    b_rows, b_cols = (K, N) if layout[1] == "N" else (N, K)
+    lda, ldb, ldc = a_cols + 4, b_cols + 8, N + 3
+    cfg = WS.replace(layout=layout)
+    assert cfg.accepts(M, N, K, lda, ldb, ldc, aligned=offset % 4 == 0) is None
+    rng = cupy.random.default_rng(offset + 7)
+    a, b = _stored(rng, a_rows, a_cols, lda, offset), _stored(rng, b_rows, b_cols, ldb, offset)
+    a64 = a[:, :a_cols].astype(cupy.float64)
+    b64 = b[:, :b_cols].astype(cupy.float64)
+    a64 = a64 if layout[0] == "N" else a64.T
+    b64 = b64 if layout[1] == "N" else b64.T
+    c = cupy.empty((M, ldc), dtype=cupy.float32)
+    kernel = hopper.kernel(cfg)
+    for alpha, beta in ((1.0, 0.0), (0.5, 3.0)):
+        if beta == 0.0:
+            c.fill(cupy.nan)
+        else:
+            c[...] = rng.uniform(-1.0, 1.0, size=c.shape, dtype=cupy.float32)
+        c0 = c.copy()
+        kernel.launch(Operands(M, N, K, a.data.ptr, lda, b.data.ptr, ldb, c.data.ptr, ldc, alpha, beta))
+        cupy.cuda.get_current_stream().synchronize()
+        assert bool(cupy.array_equal(c[:, N:], c0[:, N:], equal_nan=True)), "C's padding was written"
+        ref = alpha * (a64 @ b64) + (beta * c0[:, :N].astype(cupy.float64) if beta else 0.0)
+        assert rel_error(c[:, :N], ref) <= 2e-6, (layout, offset, alpha, beta)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inf_and_nan_propagate_as_in_sgemm(hopper, layout):
+    """+-Inf in A and B give the Inf (or NaN, for Inf * 0 or Inf - Inf) SGEMM gives, NaN stays NaN, in
+    the rows and columns they touch, and every other output is finite."""
+    import cupy
+    import numpy as np
+
+    M, N, K = 200, 150, 96
+    rng = cupy.random.default_rng(11)
+    a = rng.uniform(0.5, 1.0, size=(M, K), dtype=cupy.float32)
+    b = rng.uniform(0.5, 1.0, size=(K, N), dtype=cupy.float32)
+    a[3, 5], a[7, 9], b[11, 13] = cupy.inf, -cupy.inf, cupy.nan
+    a_st = a if layout[0] == "N" else cupy.ascontiguousarray(a.T)
+    b_st = b if layout[1] == "N" else cupy.ascontiguousarray(b.T)
+    lda, ldb = a_st.shape[1], b_st.shape[1]
+    c = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
+    hopper.kernel(WS.replace(layout=layout)).launch(
+        Operands(M, N, K, a_st.data.ptr, lda, b_st.data.ptr, ldb, c.data.ptr, N, 1.0, 0.0))
+    cupy.cuda.get_current_stream().synchronize()
+    with np.errstate(invalid="ignore", over="ignore"):
+        ref = cupy.asnumpy(a).astype(np.float64) @ cupy.asnumpy(b).astype(np.float64)
+    got = cupy.asnumpy(c)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    assert np.array_equal(np.isposinf(got), np.isposinf(ref)) and np.array_equal(np.isneginf(got), np.isneginf(ref))

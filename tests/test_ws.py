@@ -1,0 +1,100 @@
+"""The warp-specialized 3xTF32 kernel whose producer copies with cp.async (tma=True, async_copy=True,
+preset tf32x3-ws), without a GPU: the rules, what it accepts, the source it renders, and (slow) that
+nvcc compiles every layout and variant for sm_90a without spills. tests/gpu/test_ws_gpu.py runs it."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gemmgen.build import nvcc as build
+from gemmgen.codegen.render import render
+from gemmgen.base.devices import for_arch
+from gemmgen.kernel.presets import preset
+from gemmgen.kernel.rules import explain
+
+WS = preset("tf32x3-ws").replace(label="")
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+VARIANTS = {
+    "plain": {},
+    "split-atomic": dict(BN=64, WN=64, stages=6, split_k=4),
+    "split-workspace": dict(BM=64, split_k=3, reduce="workspace"),
+    "persistent": dict(stages=2, persistent=16),
+}
+
+
+def _rules(cfg, target="h100"):
+    return [v.rule for v in explain(cfg, target)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_valid_in_every_layout(layout, variant):
+    assert _rules(WS.replace(layout=layout, **VARIANTS[variant])) == []
+
+
+def test_only_the_3xtf32_family_and_only_hopper():
+    assert "TMA_COPY" in _rules(WS.replace(family="tf32"))
+    assert "TMA_KIND" in _rules(WS, "sm_86")
+    # the TMA kernel itself still reads layout NT only
+    assert _rules(WS.replace(async_copy=False)) == ["TMA_LAYOUT"]
+
+
+def test_consumers_get_fewer_registers_than_under_tma():
+    """The cp.async producer keeps 72 registers (its loop spilled under 40), so the consumers' budget
+    is 216, not 232: BN = 208 (104 accumulators twice, ~232 registers) fits the TMA kernel only."""
+    wide = dict(BN=208, WN=208, stages=2)
+    assert _rules(WS.replace(async_copy=False, layout="NT", **wide)) == []
+    assert _rules(WS.replace(**wide)) == ["TMA_REGISTERS"]
+
+
+def test_accepts_rows_of_any_alignment_and_unaligned_starts():
+    for lda, ldb, ldc in ((777, 999, 999), (778, 1001, 1003), (780, 1000, 1000)):
+        assert WS.accepts(1001, 999, 777, lda, ldb, ldc) is None
+    assert WS.accepts(1001, 999, 777, 777, 999, 999, aligned=False) is None
+    tma = WS.replace(async_copy=False, layout="NT")
+    assert "TMA needs" in tma.accepts(1001, 999, 777)
+
+
+def test_name_tells_it_from_the_tma_kernel():
+    assert WS.name.endswith("_s4c_k1_chk_wg_ws")
+    assert WS.replace(async_copy=False, layout="NT").name.endswith("_s4r_k1_chk_wg_tma")
+    assert WS.tensor_maps is False and WS.replace(async_copy=False).tensor_maps is True
+
+
+def _code(layout, **change):
+    return render(WS.replace(layout=layout, **change), for_arch("sm_90")).code
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_source_copies_with_cp_async_and_takes_no_tensor_maps(layout):
+    code = _code(layout)
+    assert "TmaMap tmA" not in code and "tma_load(" not in code.split("__global__")[-1]
+    assert "cp.async.mbarrier.arrive.noinc" in code and "mbar_init(&full[s], PRODUCERS)" in code
+    # 16-byte copies exist exactly for the operands whose k is contiguous (A in N, B in T) ...
+    assert ("a_vec" in code) == (layout[0] == "N") and ("b_vec" in code) == (layout[1] == "T")
+    # ... and the others are moved 4 bytes at a time, transposed: element (k, row) of the stored matrix
+    transposed = set(re.findall(r"\(long long\)\(k0 \+ k\) \* ld([ab]) \+ row", code))
+    assert transposed == {op for op, t in (("a", layout[0] == "T"), ("b", layout[1] == "N")) if t}
+    # every consumer fences its stage's generic-proxy writes before wgmma reads it
+    assert code.count("fence_async_smem();") >= 2
+
+
+def test_the_tma_kernels_render_as_before():
+    """The TMA variant's source has no trace of the cp.async producer."""
+    code = render(preset("tf32x3-tma"), for_arch("sm_90")).code
+    assert "cp_async" not in code and "PRODUCERS" not in code and "STAGE_BYTES" in code
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_compiles_for_sm_90a_without_spills(layout, variant):
+    cfg = WS.replace(layout=layout, **VARIANTS[variant])
+    report = build.compile_cubin(render(cfg, for_arch("sm_90")), "sm_90")
+    res = report[cfg.name]
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0, res
+    assert res.registers <= 65536 // cfg.threads, res
+    bad = [line for line in report.log.splitlines() if re.search(r"serializ|C7508|setmaxnreg|warning", line, re.I)]
+    assert not bad, bad
