@@ -98,3 +98,25 @@ def test_compiles_for_sm_90a_without_spills(layout, variant):
     assert res.registers <= 65536 // cfg.threads, res
     bad = [line for line in report.log.splitlines() if re.search(r"serializ|C7508|setmaxnreg|warning", line, re.I)]
     assert not bad, bad
+
+
+def test_the_candidates_script_writes_valid_kernels_of_every_layout(tmp_path):
+    """benchmarks/ws_kernels.py: the variant's first timing set, every kernel valid on the H100, each
+    layout with the same tiles, split-K both ways and the persistent grid, no times yet."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "ws_kernels.py"
+    spec = importlib.util.spec_from_file_location("ws_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--gpu", "h100", "--out", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / mod.GPUS["h100"]).read_text())["timings"]["kernels"]
+    configs = mod.candidates("h100")
+    assert set(written) == {c.name for c in configs} and not any(k["ms"] for k in written.values())
+    per_layout = {layout: [c for c in configs if c.layout == layout] for layout in LAYOUTS}
+    assert len({len(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) >= 40
+    nn = per_layout["NN"]
+    assert all(c.tma and c.async_copy and not explain(c, "h100") for c in configs)
+    assert {c.reduce for c in nn if c.split_k > 1} == {"atomic", "workspace"} and any(c.persistent for c in nn)

@@ -1,0 +1,67 @@
+"""Write candidate kernels of the cp.async-producer 3xTF32 pipeline (``tma = true, async_copy = true``,
+preset ``tf32x3-ws``) as a results file with no times, for ``gemmgen search --timings-only
+--winners-from``: the first timing of the variant on the Hopper grids (session 19 built it; nothing
+has timed it yet).
+
+The set: the block tiles the TMA kernels win with (BM 64 or 128 rows of consumers, BN 64..192), the
+stages that fit, split-K 1/2/4/8 by atomics and 4/8 through a workspace for small M x N, and the
+persistent grid (132 blocks) for shallow K; each in the four layouts (a grid shape times only its
+layout's kernels).
+
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/
+    gemmgen search --grid search/grid-hopper.json --family tf32x3 --timings-only \\
+        --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
+    python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --add-shapes
+    python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json \\
+        --results-b results/nvidia-h100-80gb-hbm3.json --random 24 --seed 1 --seed 2 --only-changed
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.kernel.presets import preset
+from gemmgen.kernel.rules.registry import explain
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+GPUS = {"h100": "nvidia-h100-80gb-hbm3.json", "h200": "nvidia-h200.json"}
+LAYOUTS = ("NN", "NT", "TN", "TT")
+
+
+def candidates(gpu: str = "h100") -> list[KernelConfig]:
+    """The candidate configs in every layout, those the rules accept on ``gpu``."""
+    base = preset("tf32x3-ws").replace(label="")
+    tiles = [dict(BM=128, BN=bn, WN=bn, stages=s) for bn, s in ((128, 4), (160, 3), (192, 3), (96, 5), (64, 6))]
+    tiles += [dict(BM=64, BN=bn, WN=bn, stages=s) for bn, s in ((128, 5), (192, 4), (64, 8))]
+    splits = [dict(split_k=1), dict(split_k=2), dict(split_k=4), dict(split_k=8),
+              dict(split_k=4, reduce="workspace"), dict(split_k=8, reduce="workspace")]
+    out = []
+    for layout in LAYOUTS:
+        for t in tiles:
+            for s in splits:
+                out.append(base.replace(layout=layout, **t, **s))
+        out.append(base.replace(layout=layout, BN=128, WN=128, stages=2, persistent=132))
+        out.append(base.replace(layout=layout, BN=176, WN=176, stages=2, persistent=132))
+    return list({c.name: c for c in out if not explain(c, gpu)}.values())
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
+    ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
+    args = ap.parse_args(argv)
+    configs = candidates(args.gpu)
+    shipped = json.loads((RESULTS / GPUS[args.gpu]).read_text())
+    data = {"schema": shipped["schema"], "device": shipped["device"], "entries": {},
+            "timings": {"kernels": {c.name: {"config": c.to_dict(), "ms": {}} for c in configs}, "cublas": {}}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / GPUS[args.gpu]).write_text(json.dumps(data, indent=1))
+    print(f"{len(configs)} kernels ({len(configs) // len(LAYOUTS)} a layout) -> {args.out / GPUS[args.gpu]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
