@@ -45,7 +45,7 @@ def test_preset_correct(session, cfg, shape, layout):
 def test_unaligned_leading_dimensions(session, cfg, layout):
     """lda, ldb, ldc one float past the row: vector loads must fall back to scalars."""
     _skip_other_layouts_of_wgmma(cfg, layout)
-    if cfg.tma:
+    if cfg.tensor_maps:
         pytest.skip(f"{cfg.label}: TMA needs 16-byte rows, which accepts() checks (tests/test_tma.py)")
     m, n = 515, min(259, cfg.BN - 3) if cfg.family == "skinny" else 259
     if cfg.swap:  # few rows of C: the roles of M and N trade places
