@@ -15,16 +15,16 @@ Both sets together are every skinny kernel the results files time; a new set goe
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from gemmgen.kernel.config import KernelConfig
-from gemmgen.kernel.presets import preset
-from gemmgen.kernel.rules.registry import explain
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
-GPUS = {"h100": "nvidia-h100-80gb-hbm3.json", "h200": "nvidia-h200.json"}
+from candidates import GPUS, write  # noqa: E402
+
+from gemmgen.kernel.config import KernelConfig  # noqa: E402
+from gemmgen.kernel.presets import preset  # noqa: E402
+from gemmgen.kernel.rules.registry import explain  # noqa: E402
 
 
 def session18() -> list[KernelConfig]:
@@ -62,12 +62,7 @@ def main(argv=None) -> int:
     if bad:
         print(f"invalid candidates: {bad[0][0]}: {bad[0][1][0]}", file=sys.stderr)
         return 1
-    shipped = json.loads((RESULTS / GPUS[args.gpu]).read_text())
-    data = {"schema": shipped["schema"], "device": shipped["device"], "entries": {},
-            "timings": {"kernels": {c.name: {"config": c.to_dict(), "ms": {}} for c in configs}, "cublas": {}}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / GPUS[args.gpu]).write_text(json.dumps(data, indent=1))
-    print(f"{len(configs)} kernels -> {args.out / GPUS[args.gpu]}")
+    print(f"{len(configs)} kernels -> {write(configs, args.gpu, args.out)}")
     return 0
 
 

@@ -18,16 +18,17 @@ layout's kernels).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from gemmgen.kernel.config import KernelConfig
-from gemmgen.kernel.presets import preset
-from gemmgen.kernel.rules.registry import explain
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
-GPUS = {"h100": "nvidia-h100-80gb-hbm3.json", "h200": "nvidia-h200.json"}
+from candidates import GPUS, write  # noqa: E402
+
+from gemmgen.kernel.config import KernelConfig  # noqa: E402
+from gemmgen.kernel.presets import preset  # noqa: E402
+from gemmgen.kernel.rules.registry import explain  # noqa: E402
+
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
 
@@ -54,12 +55,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
     args = ap.parse_args(argv)
     configs = candidates(args.gpu)
-    shipped = json.loads((RESULTS / GPUS[args.gpu]).read_text())
-    data = {"schema": shipped["schema"], "device": shipped["device"], "entries": {},
-            "timings": {"kernels": {c.name: {"config": c.to_dict(), "ms": {}} for c in configs}, "cublas": {}}}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / GPUS[args.gpu]).write_text(json.dumps(data, indent=1))
-    print(f"{len(configs)} kernels ({len(configs) // len(LAYOUTS)} a layout) -> {args.out / GPUS[args.gpu]}")
+    path = write(configs, args.gpu, args.out)
+    print(f"{len(configs)} kernels ({len(configs) // len(LAYOUTS)} a layout) -> {path}")
     return 0
 
 

@@ -2,18 +2,14 @@
 already has gain the shapes a larger grid timed, and never lose or overwrite a stored time."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "merge_timings.py"
+from tests.scripts import load
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("merge_timings", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("merge_timings")
 
 
 def _file(path: Path, kernels: dict) -> Path:

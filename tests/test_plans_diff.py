@@ -2,22 +2,19 @@
 they are the same file."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.scripts import load
+
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "benchmarks" / "plans_diff.py"
 SHIPPED = ROOT / "results" / "nvidia-h100-80gb-hbm3.json"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("plans_diff", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load("plans_diff")
 
 
 def test_a_file_against_itself_changes_nothing(capsys):

@@ -11,6 +11,7 @@ from gemmgen.kernel.config import KernelConfig
 from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules.registry import explain
 from gemmgen.tune.space import sample_valid
+from tests.scripts import load
 
 BASE = preset("skinny").replace(split_k=2, reduce="workspace", min_blocks=2)
 OWN = {"layout": "TN", "BM": 128, "BN": 24, "BK": 32, "TM": 4, "warps_k": 8, "vec": 1, "stages": 3,
@@ -105,17 +106,6 @@ def test_the_source_compiles_without_spills(tmp_path, c):
     assert " 0 bytes spill stores" in out.stderr and c.name in out.stderr
 
 
-def _script():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "skinny_kernels.py"
-    spec = importlib.util.spec_from_file_location("skinny_kernels", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_the_candidates_script_names_every_timed_kernel_once(tmp_path, gpu):
     """benchmarks/skinny_kernels.py's sets s18 and s19 are timed in the results files, are in NN exactly the
@@ -123,15 +113,15 @@ def test_the_candidates_script_names_every_timed_kernel_once(tmp_path, gpu):
     times."""
     import json
 
-    mod = _script()
-    shipped = json.loads((mod.RESULTS / mod.GPUS[gpu]).read_text())["timings"]["kernels"]
+    mod, files = load("skinny_kernels"), load("candidates")
+    shipped = json.loads((files.RESULTS / files.GPUS[gpu]).read_text())["timings"]["kernels"]
     s18, s19 = {c.name for c in mod.session18()}, {c.name for c in mod.session19()}
     timed = {n for n, k in shipped.items() if k["config"]["family"] == "skinny"}
     nn = {n for n in timed if shipped[n]["config"]["layout"] == "NN"}
     assert not s18 & s19 and len(s19) > 56
     assert s18 | s19 <= timed and {n for n in s18 | s19 if "_nn_" in n} == nn
     assert mod.main(["--gpu", gpu, "--set", "s19", "--out", str(tmp_path)]) == 0
-    written = json.loads((tmp_path / mod.GPUS[gpu]).read_text())
-    assert written["device"] == json.loads((mod.RESULTS / mod.GPUS[gpu]).read_text())["device"]
+    written = json.loads((tmp_path / files.GPUS[gpu]).read_text())
+    assert written["device"] == json.loads((files.RESULTS / files.GPUS[gpu]).read_text())["device"]
     assert set(written["timings"]["kernels"]) == s19
     assert not any(k["ms"] for k in written["timings"]["kernels"].values())

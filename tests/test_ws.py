@@ -12,6 +12,7 @@ from gemmgen.codegen.render import render
 from gemmgen.base.devices import for_arch
 from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules import explain
+from tests.scripts import load
 
 WS = preset("tf32x3-ws").replace(label="")
 LAYOUTS = ["NN", "NT", "TN", "TT"]
@@ -103,14 +104,9 @@ def test_compiles_for_sm_90a_without_spills(layout, variant):
 def test_the_candidates_script_writes_valid_kernels_of_every_layout(tmp_path):
     """benchmarks/ws_kernels.py: the variant's first timing set, every kernel valid on the H100, each
     layout with the same tiles, split-K both ways and the persistent grid, no times yet."""
-    import importlib.util
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "ws_kernels.py"
-    spec = importlib.util.spec_from_file_location("ws_kernels", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load("ws_kernels")
     assert mod.main(["--gpu", "h100", "--out", str(tmp_path)]) == 0
     written = json.loads((tmp_path / mod.GPUS["h100"]).read_text())["timings"]["kernels"]
     configs = mod.candidates("h100")
