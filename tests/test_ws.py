@@ -75,7 +75,7 @@ def test_source_copies_with_cp_async_and_takes_no_tensor_maps(layout):
     # 16-byte copies exist exactly for the operands whose k is contiguous (A in N, B in T) ...
     assert ("a_vec" in code) == (layout[0] == "N") and ("b_vec" in code) == (layout[1] == "T")
     # ... and the others are moved 4 bytes at a time, transposed: element (k, row) of the stored matrix
-    transposed = set(re.findall(r"\(long long\)\(k0 \+ k\) \* ld([ab]) \+ row", code))
+    transposed = set(re.findall(r"\(long long\)\(k0 \+ k\) \* ld([ab]) \+ b[mn]0", code))
     assert transposed == {op for op, t in (("a", layout[0] == "T"), ("b", layout[1] == "N")) if t}
     # every consumer fences its stage's generic-proxy writes before wgmma reads it
     assert code.count("fence_async_smem();") >= 2
