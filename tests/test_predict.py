@@ -261,3 +261,34 @@ def test_no_copy_where_unaligned_rows_cost_little():
     fits = [_with_unaligned_points(BIG, slow=1.01)]
     bw = H100.mem_gbs * 1e6 * 0.7
     assert pack_plan(fits, 4095, 4095, 4095, "NN", 4095, 4095, 4095, bw)[:2] == (False, False)
+
+
+# Session 20: a split-K kernel timed on shallow shapes (K of one step, 31 of 32 slices empty): its time
+# there is a fraction of the modelled reduce, and fitting it drove u = v = 0, so deep-K shapes were
+# predicted at a few microseconds and matmul ran that kernel for 8192^3.
+DEEP_SPLIT = SPLIT.replace(BM=64, BN=64, WM=64, WN=64, split_k=32, reduce="atomic")
+SHALLOW = [Shape(4500, 3800, 21), Shape(3300, 2800, 11), Shape(2600, 3300, 29), Shape(6100, 900, 24)]
+
+
+def test_empty_slices_are_told_by_the_k_steps():
+    assert predict.empty_slices(DEEP_SPLIT, Shape(4500, 3800, 21))           # one K step, 32 slices
+    assert not predict.empty_slices(DEEP_SPLIT, Shape(1024, 1024, 32 * DEEP_SPLIT.BK))   # a step each
+    assert not predict.empty_slices(BIG, Shape(4500, 3800, 21))              # no split: no slices
+
+
+def test_shallow_points_leave_the_split_k_fit_alone():
+    deep = {s: synthetic(DEEP_SPLIT, s) for s in GRID}
+    shallow = {s: 0.1 * synthetic(DEEP_SPLIT, s) for s in SHALLOW}          # the reduce barely happens
+    fit = Fitted.fit(DEEP_SPLIT, {**deep, **shallow}, H100)
+    q = Shape(1536, 1536, 1536)                                               # between measured cubes
+    assert fit.predict(q) == pytest.approx(synthetic(DEEP_SPLIT, q), rel=0.05)
+    assert fit.predict(SHALLOW[0], False) == pytest.approx(shallow[SHALLOW[0]])   # measured (odd K): exact
+
+
+def test_a_kernel_timed_only_where_slices_go_empty_is_not_fitted():
+    timings = Timings.empty()
+    for s in SHALLOW:
+        timings = timings.add(DEEP_SPLIT, s, 0.1 * synthetic(DEEP_SPLIT, s))
+    for s in GRID:
+        timings = timings.add(BIG, s, synthetic(BIG, s))
+    assert [f.config.name for f in fit_all(timings.of_precision("fp32"), H100)] == [BIG.name]

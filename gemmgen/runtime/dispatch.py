@@ -33,7 +33,7 @@ from ..kernel.rules import explain
 from ..records.entry import Entry
 from ..records.timings import KernelTimes
 from .arrays import aligned_ld
-from .predict import LAUNCH_MS, Fitted, aligned, aligned_for
+from .predict import LAUNCH_MS, Fitted, aligned, aligned_for, fit_points
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
@@ -78,8 +78,10 @@ def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str =
 
 
 def fit_all(kernels: Iterable[KernelTimes], spec: DeviceSpec) -> list[Fitted]:
-    """A time model per timed kernel (those with at least one measurement)."""
-    return [Fitted.fit(k.config, k.shapes(), spec, k.resident) for k in kernels if k.ms]
+    """A time model per timed kernel: those with a measurement whose split-K slices all get K (a
+    kernel timed only where slices go empty has nothing to fit: :func:`.predict.fit_points`)."""
+    return [Fitted.fit(k.config, k.shapes(), spec, k.resident) for k in kernels
+            if fit_points(k.config, k.shapes())]
 
 
 def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:

@@ -18,6 +18,9 @@ shared memory, threads and launch bounds), keeping the best; for the wgmma kerne
 (:func:`latency_bound`), the others keep ``w = 0``. The fit is then corrected by
 the measured/fitted ratios of nearby measured shapes (Gaussian weights over log-distance in M, N, K), so
 the prediction on a measured shape is that measurement, and between shapes it follows the counts.
+Measurements where split-K slices go empty (fewer K steps than slices: :func:`empty_slices`) take no
+part in the fit (their time is a fraction of the modelled reduce; fitted, they drove u = v = 0), only in
+the correction near them.
 
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime
 of its own: measurements of aligned and unaligned shapes correct only predictions of their own kind,
@@ -35,13 +38,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
-
-import numpy as np
+from typing import Mapping
 
 from ..base.devices import DeviceSpec
 from ..base.shape import Shape
 from ..kernel.config import KernelConfig
+from .nnls import nonnegative_least_squares
 
 LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale or reduce kernel)
 WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
@@ -51,6 +53,7 @@ EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its 
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
+EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
 
 
 def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, float, int]:
@@ -71,6 +74,23 @@ def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, floa
         else:                            # C scaled first, then each slice adds in (read-modify-write)
             reduce_bytes, launches = mn * (2 + 2 * c.split_k), 1
     return float(waves * steps), float(waves), reduce_bytes, launches
+
+
+def empty_slices(c: KernelConfig, s: Shape) -> bool:
+    """Whether some of ``c``'s split-K slices get no K on shape ``s`` (fewer K steps than slices).
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> c = preset("tf32x3-wgmma").replace(split_k=8)
+    >>> empty_slices(c, Shape(4096, 4096, 21)), empty_slices(c, Shape(4096, 4096, 4096))
+    (True, False)
+    """
+    return c.split_k > 1 and c.split_k * c.k_per_slice(s.K) - s.K >= c.k_per_slice(s.K)
+
+
+def fit_points(c: KernelConfig, measured: Mapping[Shape, float]) -> dict[Shape, float]:
+    """The measurements of ``c`` its fit takes: all but those where split-K slices go empty
+    (:func:`empty_slices`; all of them with EMPTY_FIT)."""
+    return {s: t for s, t in measured.items() if EMPTY_FIT or not empty_slices(c, s)}
 
 
 def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
@@ -185,8 +205,12 @@ class Fitted:
         relative error, for each count of resident blocks up to :func:`max_resident` (``resident``: the
         kernel's count as recorded with its timings, 0 where unknown); see the module docstring."""
         bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.8          # GB/s -> bytes/ms, at 80% of the datasheet
-        used = [(s, t) for s, t in measured.items() if aligned_for(config, s) or len(measured) < 3]
-        used = used or list(measured.items())                # no aligned point: fit the unaligned ones
+        # Shapes with fewer K steps than split-K slices leave slices empty: their times follow the
+        # reduce alone, a regime the counts do not model (fitted there, u = w = v = 0 and deep-K times
+        # of a few microseconds); they still correct predictions near them.
+        whole = fit_points(config, measured) or dict(measured)
+        used = [(s, t) for s, t in whole.items() if aligned_for(config, s) or len(whole) < 3]
+        used = used or list(whole.items())                   # no aligned point: fit the unaligned ones
         few = len(used) < MIN_POINTS                          # too few for a third term
         most = max_resident(config, spec, resident) if latency_bound(config) and not few else 1
         per_point = [(counts(config, s, spec.sm_count), t) for s, t in used]
@@ -196,7 +220,7 @@ class Fitted:
                     for (a, b, r, n), t in per_point]
             if not rows:
                 break
-            residual, (u, w, v) = _nonnegative_least_squares(rows)
+            residual, (u, w, v) = nonnegative_least_squares(rows)
             if resident == 1 or residual < CLOSER * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
@@ -238,57 +262,3 @@ class Fitted:
         near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
         penalty = (1.0 if is_aligned or near else UNALIGNED) * (1.0 if near else 1.0 + EXTRAPOLATED)
         return self.fitted(s) * num / den * penalty * self.factor
-
-
-def _nonnegative_least_squares(rows: Sequence[tuple[Sequence[float], float]]) -> tuple[float, list[float]]:
-    """(sum of squared residuals, x) of argmin over x >= 0 of sum (row . x - y)^2 for rows (row, y): the
-    best unconstrained fit over each subset of the columns (the others at zero) whose coefficients are
-    all non-negative. A handful of columns: every subset is tried.
-
-    >>> _nonnegative_least_squares([((1.0, 0.0), 2.0), ((0.0, 1.0), 3.0)])
-    (0.0, [2.0, 3.0])
-    >>> _nonnegative_least_squares([((1.0, 1.0), 1.0), ((1.0, 2.0), 0.0)])[1]    # the free fit has x[1] < 0
-    [0.5, 0.0]
-    >>> _nonnegative_least_squares([((2.0, 2.0), 4.0)])[1]     # ties (here exact fits) go to the first subset
-    [2.0, 0.0]
-    """
-    if not rows:
-        raise ValueError("no rows to fit")
-    x_all = np.array([x for x, _ in rows], dtype=float)
-    y_all = np.array([y for _, y in rows], dtype=float)
-    k = x_all.shape[1]
-    gram, rhs, yy = (x_all.T @ x_all).tolist(), (x_all.T @ y_all).tolist(), float(y_all @ y_all)
-    best: tuple[float, list[float]] = (yy, [0.0] * k)
-    for mask in range(1, 1 << k):
-        cols = [i for i in range(k) if mask >> i & 1]
-        sol = _solve([[gram[i][j] for j in cols] for i in cols], [rhs[i] for i in cols])
-        if sol is None or min(sol) < 0:
-            continue
-        x = [0.0] * k
-        for i, v in zip(cols, sol):
-            x[i] = v
-        residual = yy - 2 * sum(x[i] * rhs[i] for i in range(k)) + sum(
-            x[i] * gram[i][j] * x[j] for i in range(k) for j in range(k))
-        if residual < best[0] - 1e-12 * max(yy, 1e-300):
-            best = (max(residual, 0.0), x)
-    return best
-
-
-def _solve(m: list[list[float]], b: list[float]) -> list[float] | None:
-    """x with m x = b (Gaussian elimination, partial pivoting), or None where m is (nearly) singular."""
-    n = len(b)
-    m = [row[:] + [v] for row, v in zip(m, b)]
-    scale = max((abs(v) for row in m for v in row[:n]), default=0.0)
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
-        if abs(m[pivot][col]) <= 1e-10 * scale:
-            return None
-        m[col], m[pivot] = m[pivot], m[col]
-        for r in range(col + 1, n):
-            f = m[r][col] / m[col][col]
-            for c in range(col, n + 1):
-                m[r][c] -= f * m[col][c]
-    x = [0.0] * n
-    for r in range(n - 1, -1, -1):
-        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
-    return x
