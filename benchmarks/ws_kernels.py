@@ -1,7 +1,7 @@
 """Write candidate kernels of the cp.async-producer 3xTF32 pipeline (``tma = true, async_copy = true``,
 preset ``tf32x3-ws``) as a results file with no times, for ``gemmgen search --timings-only
---winners-from``: the first timing of the variant on the Hopper grids (session 19 built it; nothing
-has timed it yet).
+--winners-from``: how the variant was first timed on the Hopper grids (session 20, both GPUs; see
+docs/PERFORMANCE.md).
 
 The set: the block tiles the TMA kernels win with (BM 64 or 128 rows of consumers, BN 64..192), the
 stages that fit, split-K 1/2/4/8 by atomics and 4/8 through a workspace for small M x N, and the
