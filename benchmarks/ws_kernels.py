@@ -8,7 +8,8 @@ stages that fit, split-K 1/2/4/8 by atomics and 4/8 through a workspace for smal
 persistent grid (132 blocks) for shallow K; each in the four layouts (a grid shape times only its
 layout's kernels).
 
-    python benchmarks/ws_kernels.py --gpu h100 --out cand/
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/                  # the first set (timed)
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set shallow    # 64-row and persistent, untimed
     gemmgen search --grid search/grid-hopper.json --family tf32x3 --timings-only \\
         --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --add-shapes
@@ -32,9 +33,11 @@ from gemmgen.kernel.rules.registry import explain  # noqa: E402
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
 
-def candidates(gpu: str = "h100") -> list[KernelConfig]:
-    """The candidate configs in every layout, those the rules accept on ``gpu``."""
+def candidates(gpu: str = "h100", group: str = "first") -> list[KernelConfig]:
+    """The candidate configs of ``group`` in every layout, those the rules accept on ``gpu``."""
     base = preset("tf32x3-ws").replace(label="")
+    if group == "shallow":
+        return shallow(base, gpu)
     tiles = [dict(BM=128, BN=bn, WN=bn, stages=s) for bn, s in ((128, 4), (160, 3), (192, 3), (96, 5), (64, 6))]
     tiles += [dict(BM=64, BN=bn, WN=bn, stages=s) for bn, s in ((128, 5), (192, 4), (64, 8))]
     splits = [dict(split_k=1), dict(split_k=2), dict(split_k=4), dict(split_k=8),
@@ -49,12 +52,31 @@ def candidates(gpu: str = "h100") -> list[KernelConfig]:
     return list({c.name: c for c in out if not explain(c, gpu)}.values())
 
 
+def shallow(base: KernelConfig, gpu: str) -> list[KernelConfig]:
+    """Session 20's next group, for shallow K and few tiles (where the first group's 128-row tiles
+    left rows under 0.9x cuBLAS: 4873x3590x17 TN, 655x4687x71 TN): 64-row tiles of one consumer, two
+    blocks to an SM where shared memory allows, with 2-3 stages, unsplit and as a persistent grid of one
+    or two blocks per SM; 128-row persistent grids of the other widths."""
+    tiles = [dict(BM=64, BN=bn, WN=bn, stages=s) for bn in (64, 96, 128, 160, 192) for s in (2, 3)]
+    out = []
+    for layout in LAYOUTS:
+        for t in tiles:
+            for persistent in (0, 132, 264):
+                out.append(base.replace(layout=layout, persistent=persistent, **t))
+        for bn in (96, 160, 192):
+            out.append(base.replace(layout=layout, BN=bn, WN=bn, stages=2, persistent=132))
+    return list({c.name: c for c in out if not explain(c, gpu)}.values())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
     ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
+    ap.add_argument("--set", dest="group", choices=("first", "shallow"), default="first",
+                    help="first: the timing set of session 20 (default); shallow: 64-row tiles and persistent "
+                         "grids for shallow K and few tiles, not yet timed")
     args = ap.parse_args(argv)
-    configs = candidates(args.gpu)
+    configs = candidates(args.gpu, args.group)
     path = write(configs, args.gpu, args.out)
     print(f"{len(configs)} kernels ({len(configs) // len(LAYOUTS)} a layout) -> {path}")
     return 0

@@ -116,3 +116,19 @@ def test_the_candidates_script_writes_valid_kernels_of_every_layout(tmp_path):
     nn = per_layout["NN"]
     assert all(c.tma and c.async_copy and not explain(c, "h100") for c in configs)
     assert {c.reduce for c in nn if c.split_k > 1} == {"atomic", "workspace"} and any(c.persistent for c in nn)
+
+
+def test_the_shallow_group_is_new_valid_and_in_every_layout(tmp_path):
+    """ws_kernels.py --set shallow: 64-row one-consumer tiles and persistent grids, none of them in the
+    first timing set, the same configs in each layout, all valid on the H100."""
+    import json
+
+    mod = load("ws_kernels")
+    assert mod.main(["--gpu", "h100", "--out", str(tmp_path), "--set", "shallow"]) == 0
+    written = json.loads((tmp_path / mod.GPUS["h100"]).read_text())["timings"]["kernels"]
+    group, first = mod.candidates("h100", "shallow"), mod.candidates("h100")
+    assert set(written) == {c.name for c in group} and not {c.name for c in group} & {c.name for c in first}
+    per_layout = {layout: {c.replace(layout="NN").name for c in group if c.layout == layout} for layout in LAYOUTS}
+    assert len({frozenset(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) >= 30
+    assert all(not explain(c, "h100") and c.split_k == 1 for c in group)
+    assert {c.persistent for c in group} == {0, 132, 264} and {c.BM for c in group} == {64, 128}
