@@ -27,10 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from candidates import GPUS, write  # noqa: E402
 
 from gemmgen.kernel.config import KernelConfig  # noqa: E402
+from gemmgen.kernel.families import LAYOUTS  # noqa: E402
 from gemmgen.kernel.presets import preset  # noqa: E402
 from gemmgen.kernel.rules.registry import explain  # noqa: E402
-
-LAYOUTS = ("NN", "NT", "TN", "TT")
 
 
 def candidates(gpu: str = "h100", group: str = "first") -> list[KernelConfig]:
@@ -49,7 +48,7 @@ def candidates(gpu: str = "h100", group: str = "first") -> list[KernelConfig]:
                 out.append(base.replace(layout=layout, **t, **s))
         out.append(base.replace(layout=layout, BN=128, WN=128, stages=2, persistent=132))
         out.append(base.replace(layout=layout, BN=176, WN=176, stages=2, persistent=132))
-    return list({c.name: c for c in out if not explain(c, gpu)}.values())
+    return valid(out, gpu)
 
 
 def shallow(base: KernelConfig, gpu: str) -> list[KernelConfig]:
@@ -65,7 +64,12 @@ def shallow(base: KernelConfig, gpu: str) -> list[KernelConfig]:
                 out.append(base.replace(layout=layout, persistent=persistent, **t))
         for bn in (96, 160, 192):
             out.append(base.replace(layout=layout, BN=bn, WN=bn, stages=2, persistent=132))
-    return list({c.name: c for c in out if not explain(c, gpu)}.values())
+    return valid(out, gpu)
+
+
+def valid(configs: list[KernelConfig], gpu: str) -> list[KernelConfig]:
+    """``configs`` the rules accept on ``gpu``, each name once, in order."""
+    return list({c.name: c for c in configs if not explain(c, gpu)}.values())
 
 
 def main(argv=None) -> int:
