@@ -69,7 +69,7 @@ def test_bad_grid_files_are_one_line_errors(tmp_path, data, words):
 
 
 def test_bad_grid_names():
-    with pytest.raises(GridError, match="--grid 'ampere': no such grid or file; shipped grids: hopper, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"):
+    with pytest.raises(GridError, match="--grid 'ampere': no such grid or file; shipped grids: hopper, hopper-few-columns, hopper-few-rows, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"):
         load_grid("ampere")
     with pytest.raises(GridError, match="no such file"):
         load_grid("/nonexistent/grid.json")
@@ -301,6 +301,25 @@ def test_a_dying_worker_loses_only_its_item(tmp_path):
     assert sorted(by) == sorted(items)
     assert {by[i].result for i in "abcd"} == set("ABCD")
     assert "died (exit code 3)" in by["die"].error and by["bug"].error == "KeyError: 'a bug in one item'"
+
+
+def child_process(device, item):
+    """Work that starts a process of its own, as the timings' measuring worker does."""
+    import multiprocessing
+
+    proc = multiprocessing.get_context("spawn").Process(target=os.getpid)
+    proc.start()
+    proc.join(60)
+    return proc.exitcode
+
+
+@pytest.mark.slow
+def test_process_workers_may_start_processes_of_their_own():
+    """A timings batch on several GPUs starts the isolated measuring worker inside the GPU's worker
+    process; as a daemon it could not ('daemonic processes are not allowed to have children': every
+    batch of session 21's first 4-GPU timings failed so)."""
+    done = run_on_devices(["a", "b"], child_process, [0, 1], mode="process", poll=0.2)
+    assert sorted((d.error, d.result) for d in done) == [(None, 0), (None, 0)]
 
 
 def test_errors_of_one_item_do_not_stop_the_others():

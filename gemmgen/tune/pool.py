@@ -105,8 +105,10 @@ class _Dispatcher:
     def _start(self, device: int) -> None:
         inbox = self.ctx.Queue() if self.ctx else queue.Queue()
         kind = self.ctx.Process if self.ctx else threading.Thread
+        # A worker process is not a daemon: its work starts the measuring worker, a process of its own
+        # (isolation from crashing kernels), which a daemon may not have; _stop ends it either way.
         worker = kind(target=_serve, args=(self.work, device, inbox, self.outbox), name=f"gemmgen-grid-gpu{device}",
-                      daemon=True)
+                      daemon=self.ctx is None)
         worker.start()
         self.workers[device] = (worker, inbox)
         self._feed(device)
