@@ -21,6 +21,10 @@ VARIANTS = {
     "split-atomic": dict(BN=64, WN=64, stages=6, split_k=4),
     "split-workspace": dict(BM=64, split_k=3, reduce="workspace"),
     "persistent": dict(stages=2, persistent=16),
+    "narrow": dict(BN=24, WN=24, stages=6, split_k=2),
+    "swap": dict(BM=64, BN=32, WN=32, stages=8, swap=True),
+    "swap-split-workspace": dict(BN=48, WN=48, stages=6, split_k=3, reduce="workspace", swap=True),
+    "swap-persistent": dict(BN=64, WN=64, stages=2, persistent=16, swap=True),
 }
 
 
@@ -79,6 +83,37 @@ def test_source_copies_with_cp_async_and_takes_no_tensor_maps(layout):
     assert transposed == {op for op, t in (("a", layout[0] == "T"), ("b", layout[1] == "N")) if t}
     # every consumer fences its stage's generic-proxy writes before wgmma reads it
     assert code.count("fence_async_smem();") >= 2
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_swapped_kernel_computes_the_transposed_product(layout):
+    """swap: the parameters are named for C^T = op(B)^T op(A)^T (M is C's N, A is C's B), whose layout
+    flips NN <-> TT and keeps NT and TN; so the operand copied 16 bytes at a time follows that layout;
+    C is stored transposed (row n of C at column m) from a tile staged WM + 4 floats a row."""
+    cfg = WS.replace(layout=layout, swap=True)
+    assert cfg.run_layout == {"NN": "TT", "TT": "NN"}.get(layout, layout) and cfg.name.endswith("_ws_sw")
+    code = _code(layout, swap=True)
+    signature = code[code.index(cfg.name + "("):].split("{")[0]
+    assert signature.index("const int N") < signature.index("const int M")
+    assert signature.index("B, const int ldb") < signature.index("A, const int lda")
+    run = cfg.run_layout
+    assert ("a_vec" in code) == (run[0] == "N") and ("b_vec" in code) == (run[1] == "T")
+    assert "out + (long long)n * ldo + m" in code and f"C_LD = {cfg.WM + 4}" in code
+    # the same kernel unswapped keeps C's names and its own layout's copies
+    plain = _code(layout)
+    assert "out + (long long)n * ldo + m" not in plain and ("a_vec" in plain) == (layout[0] == "N")
+
+
+def test_swap_is_for_the_skinny_and_the_cp_async_kernels_only():
+    assert _rules(WS.replace(swap=True, BN=24, WN=24)) == []
+    assert "WARPS_K" in _rules(WS.replace(async_copy=False, layout="NT", swap=True))
+    assert "WARPS_K" in _rules(preset("tf32x3-wgmma").replace(swap=True))
+    # a swapped workspace split writes C's rows N floats apart (C's N is the kernel's M)
+    code = _code("NN", swap=True, split_k=2, reduce="workspace")
+    assert "const int ldo = M;" in code and "const int ldo = N;" in _code("NN", split_k=2, reduce="workspace")
+    # the persistent kernel's staging tile is each consumer's BN x (WM + 4)
+    per = WS.replace(swap=True, persistent=16, stages=2)
+    assert per.c_stage_floats == 2 * 128 * 68 and per.smem_bytes - per.replace(persistent=0).smem_bytes == 4 * 2 * 128 * 68
 
 
 def test_the_tma_kernels_render_as_before():

@@ -124,6 +124,9 @@ def _optional(c: KernelConfig) -> list[tuple[bool, str]]:
                            "in a workspace, summed in a fixed order by a reduce kernel")),
         (c.bounds == "none", "fast path: no bounds checks, only for shapes the tile divides"),
         (c.min_blocks > 1, f"__launch_bounds__ asks for {c.min_blocks} resident blocks per SM"),
+        (c.swap, f"swapped: the kernel computes C^T = op(B)^T op(A)^T (layout {c.run_layout}) and stores C transposed "
+                 f"from a staged tile, so each block computes {c.BN} rows by {c.BM} columns of C (few rows of C "
+                 "fill a narrow tile instead of a mostly empty 64-row one)"),
     ]
 
 

@@ -126,7 +126,8 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # the drained stages), then stores rows with consecutive lanes; where the consumers' tiles do not fit
     # in the stages, fragments go straight to C.
     g.c_ld = c.c_ld
-    g.c_stage = bool(c.persistent) or c.BM * c.c_ld * 4 <= c.tma_tile_bytes
+    g.c_stage = bool(c.persistent) or c.c_stage_floats * 4 <= c.tma_tile_bytes
+    g.run_layout = c.run_layout               # swapped: the layout of C^T = op(B)^T op(A)^T
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:
@@ -153,7 +154,7 @@ def launch_lines(c: KernelConfig) -> list[str]:
     if c.family == "naive":
         g = "grid  = (ceil(N/{0}), ceil(M/{1}), 1)" if c.coalesced else "grid  = (ceil(M/{1}), ceil(N/{0}), 1)"
         return [g.format(c.BN, c.BM), f"block = {c.block()}", "dynamic shared memory = 0 bytes"]
-    rows, cols = ("N", "M") if c.swap else ("M", "N")   # a swapped skinny kernel's rows are N's (KernelConfig.tiles)
+    rows, cols = ("N", "M") if c.swap else ("M", "N")   # a swapped kernel's rows are N's (KernelConfig.tiles)
     tiles = f"ceil({rows}/{c.BM}) * ceil({cols}/{c.BN})"
     lines = [f"grid  = (min({c.persistent}, {tiles}), 1, 1)" if c.persistent else f"grid  = ({tiles}, 1, {c.split_k})",
              f"block = ({c.threads}, 1, 1)",

@@ -78,7 +78,8 @@ class KernelConfig(SharedMemory):
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
                                   # cores, as cuBLAS does: faster, and the truncation error grows with K)
     warps_k: int = 1              # skinny only: warps of a block splitting its K range (summed in shared memory)
-    swap: bool = False            # skinny only: the few columns are M's; C^T = op(B)^T op(A)^T, C stored transposed
+    swap: bool = False            # skinny and the cp.async TMA kernel (tma + async_copy): C^T = op(B)^T op(A)^T
+                                  # is computed (the kernel's rows are N's), C stored transposed
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
     # ---- identity -------------------------------------------------------------------------
@@ -126,6 +127,21 @@ class KernelConfig(SharedMemory):
         if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
             return (self.BM // self.WM) * 128 + 128
         return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
+
+    @property
+    def run_layout(self) -> str:
+        """The layout of the product the kernel computes: the config's, or with ``swap`` that of
+        C^T = op(B)^T op(A)^T, whose first operand is B^T and second A^T (NN <-> TT; NT, TN stay).
+
+        >>> KernelConfig(layout="NN").run_layout, KernelConfig(layout="NN", swap=True).run_layout
+        ('NN', 'TT')
+        >>> KernelConfig(layout="NT", swap=True).run_layout, KernelConfig(layout="TN", swap=True).run_layout
+        ('NT', 'TN')
+        """
+        if not self.swap:
+            return self.layout
+        flip = {"N": "T", "T": "N"}
+        return flip[self.layout[1]] + flip[self.layout[0]]
 
     @property
     def tensor_maps(self) -> bool:
@@ -212,7 +228,7 @@ class KernelConfig(SharedMemory):
         return f"{arch}a" if self.mma == "wgmma" and arch == "sm_90" else arch
 
     def tiles(self, M: int, N: int) -> tuple[int, int]:
-        """Number of block tiles along M and N (a swapped skinny kernel's rows are N's)."""
+        """Number of block tiles along M and N (a swapped kernel's rows are N's)."""
         return (-(-N // self.BM), -(-M // self.BN)) if self.swap else (-(-M // self.BM), -(-N // self.BN))
 
     def grid(self, M: int, N: int, K: int) -> tuple[int, int, int]:

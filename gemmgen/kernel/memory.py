@@ -60,14 +60,23 @@ class SharedMemory:
         """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
         tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
         split = self.family == "tf32x3"
-        c_tile = self.BM * self.c_ld * 4 if self.persistent else 0
+        c_tile = self.c_stage_floats * 4 if self.persistent else 0
         return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4) + c_tile
 
     @property
     def c_ld(self) -> int:
-        """Row stride of a TMA kernel's staged C: 8 banks mod 32 (8-byte writes hit 32 banks), >= BN + 4."""
+        """Row stride of a TMA kernel's staged C: 8 banks mod 32 (8-byte writes hit 32 banks), >= BN + 4.
+        Swapped, each consumer stages its tile transposed (BN rows of WM): WM + 4, 4 banks mod 32 (the
+        4-byte writes of a warp's 8 rows x 4 column pairs hit 32 banks)."""
+        if self.swap:
+            return self.WM + 4
         pad = (8 - self.BN % 32) % 32
         return self.BN + (pad if pad >= 4 else pad + 32)
+
+    @property
+    def c_stage_floats(self) -> int:
+        """Floats of a TMA kernel's staged C: BM rows of C_LD, or swapped, each consumer's BN x C_LD."""
+        return (self.BM // self.WM) * self.BN * self.c_ld if self.swap else self.BM * self.c_ld
 
     @property
     def smem_bytes(self) -> int:

@@ -44,4 +44,5 @@ def _type_suffix(c) -> list[str]:
     the defaults."""
     return (([c.dtype] if c.dtype != "f32" else []) + (["wg"] if c.mma != "sync" else [])
             + (["tma" if c.tensor_maps else "ws"] if c.tma else [])
-            + (["direct"] if not c.partials else []))
+            + (["direct"] if not c.partials else [])
+            + (["sw"] if c.swap else []))   # skinny spells it before its own tail

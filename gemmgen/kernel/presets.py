@@ -84,6 +84,9 @@ _TMA_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32x3-ws": (_TMA.replace(layout="NN", async_copy=True, BN=128, WN=128, stages=4),
                   "tf32x3-tma with cp.async instead of TMA in the producer: any layout (m- or n-contiguous tiles "
                   "transposed on the way) and any row alignment, no copies before it (sm_90a only)"),
+    "tf32x3-ws-m": (_TMA.replace(layout="NN", async_copy=True, BN=32, WN=32, stages=6, swap=True),
+                    "tf32x3-ws on C^T = op(B)^T op(A)^T, C stored transposed: few rows of C (M <= 32) fill a "
+                    "128x32 tile of C^T instead of a mostly empty 64-row one (sm_90a only)"),
     "tf32-tma": (_TMA.replace(family="tf32", BN=256, WN=256, stages=4),
                  "TF32 on the TMA pipeline: the copy engine rounds fp32 to TF32 on the way in (NT, sm_90a only)"),
     "f16-tma": (_TMA_HALF, "fp16 on the TMA pipeline, accumulating on the tensor cores like cuBLAS (NT, sm_90a only)"),

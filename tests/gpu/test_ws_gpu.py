@@ -2,8 +2,8 @@
 preset tf32x3-ws) on an sm_90 GPU: every layout (m- or n-contiguous tiles transposed by the 4-byte
 copies), rows of any alignment (16-byte copies only where rows are 16 bytes apart from a 16-byte
 aligned start), ragged edges and K tails zero-filled by the copies, split-K by atomics and through a
-workspace, the persistent grid, and C's padding never written. Against float64 through the
-correctness gate (C poisoned with NaN for beta = 0, then alpha = 0.5, beta = 3)."""
+workspace, the persistent grid, narrow tiles (BN 24..48), the swapped kernel (C^T = op(B)^T op(A)^T,
+C stored transposed) and C's padding never written. Against float64 through the correctness gate (C poisoned with NaN for beta = 0, then alpha = 0.5, beta = 3)."""
 from __future__ import annotations
 
 import pytest
@@ -22,9 +22,16 @@ CONFIGS = {
     "128x64-s6-k4a": WS.replace(BN=64, WN=64, stages=6, split_k=4),
     "64x128-s4-k3w": WS.replace(BM=64, split_k=3, reduce="workspace"),
     "128x128-s2-p16": WS.replace(stages=2, persistent=16),
+    # narrow tiles for few columns, and swapped (C^T computed, C stored transposed) for few rows
+    "128x24-s6-k2a": WS.replace(BN=24, WN=24, stages=6, split_k=2),
+    "64x32-s8-sw": WS.replace(BM=64, BN=32, WN=32, stages=8, swap=True),
+    "128x24-s6-k4a-sw": WS.replace(BN=24, WN=24, stages=6, split_k=4, swap=True),
+    "64x48-s6-k3w-sw": WS.replace(BM=64, BN=48, WN=48, stages=6, split_k=3, reduce="workspace", swap=True),
+    "128x64-s2-p16-sw": WS.replace(BN=64, WN=64, stages=2, persistent=16, swap=True),
 }
 # Ragged in every dimension, K below one stage and not a multiple of 4, one row or column, deep K.
-SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050"]
+SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050",
+          "20x1500x700"]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -54,18 +61,20 @@ def _stored(rng, rows, cols, ld, offset):
     return buf[offset:].reshape(rows, ld)
 
 
+@pytest.mark.parametrize("swap", [False, True])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("offset", [0, 1, 4])
-def test_any_start_and_padded_rows(hopper, layout, offset):
+def test_any_start_and_padded_rows(hopper, layout, offset, swap):
     """A and B start `offset` floats into their buffers with rows padded past their length (the padding
-    random, never read into the product), C's padding is never written; both alpha/beta cases."""
+    random, never read into the product), C's padding is never written; both alpha/beta cases. Swapped,
+    C's rows (ldc = N + 3) are stored transposed from a staged tile, 4 bytes at a time."""
     import cupy
 
     M, N, K = 333, 300, 88
     a_rows, a_cols = (M, K) if layout[0] == "N" else (K, M)
     b_rows, b_cols = (K, N) if layout[1] == "N" else (N, K)
     lda, ldb, ldc = a_cols + 4, b_cols + 8, N + 3
-    cfg = WS.replace(layout=layout)
+    cfg = WS.replace(layout=layout, swap=swap)
     assert cfg.accepts(M, N, K, lda, ldb, ldc, aligned=offset % 4 == 0) is None
     rng = cupy.random.default_rng(offset + 7)
     a, b = _stored(rng, a_rows, a_cols, lda, offset), _stored(rng, b_rows, b_cols, ldb, offset)
@@ -88,8 +97,9 @@ def test_any_start_and_padded_rows(hopper, layout, offset):
         assert rel_error(c[:, :N], ref) <= 2e-6, (layout, offset, alpha, beta)
 
 
+@pytest.mark.parametrize("swap", [False, True])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_inf_and_nan_propagate_as_in_sgemm(hopper, layout):
+def test_inf_and_nan_propagate_as_in_sgemm(hopper, layout, swap):
     """+-Inf in A and B give the Inf (or NaN, for Inf * 0 or Inf - Inf) SGEMM gives, NaN stays NaN, in
     the rows and columns they touch, and every other output is finite."""
     import cupy
@@ -104,7 +114,7 @@ def test_inf_and_nan_propagate_as_in_sgemm(hopper, layout):
     b_st = b if layout[1] == "N" else cupy.ascontiguousarray(b.T)
     lda, ldb = a_st.shape[1], b_st.shape[1]
     c = cupy.full((M, N), cupy.nan, dtype=cupy.float32)
-    hopper.kernel(WS.replace(layout=layout)).launch(
+    hopper.kernel(WS.replace(layout=layout, swap=swap)).launch(
         Operands(M, N, K, a_st.data.ptr, lda, b_st.data.ptr, ldb, c.data.ptr, N, 1.0, 0.0))
     cupy.cuda.get_current_stream().synchronize()
     with np.errstate(invalid="ignore", over="ignore"):

@@ -81,8 +81,10 @@ def _threads(c, d):
 def _warps_k(c, d):
     if c.warps_k != 1 and c.family != "skinny":
         return f"warps_k = {c.warps_k} applies to the skinny family only (warps splitting K); leave it 1"
-    if c.swap and c.family != "skinny":
-        return "swap = true applies to the skinny family only (few rows of C: C^T = op(B)^T op(A)^T); leave it false"
+    if c.swap and not (c.family == "skinny" or (c.tma and c.async_copy)):
+        return ("swap = true applies to the skinny family and the cp.async warp-specialized 3xTF32 kernel "
+                "(tf32x3, tma = true, async_copy = true) only (C^T = op(B)^T op(A)^T, C stored transposed); "
+                "leave it false")
     return None
 
 

@@ -18,6 +18,8 @@ the other families' tile, copy and register rules describe kernels this one is n
 ...                   WM=64, WN=128, vec=4, swz_a=8, swz_b=8, stages=4)
 >>> explain(ws, "sm_90"), [v.rule for v in explain(ws.replace(family="wmma", dtype="f16", BK=64, vec=8), "sm_90")]
 ([], ['TMA_COPY'])
+>>> explain(ws.replace(swap=True, BN=32, WN=32), "sm_90"), [v.rule for v in explain(ws.replace(async_copy=False, layout="NT", swap=True), "sm_90")]
+([], ['WARPS_K'])
 """
 from __future__ import annotations
 
@@ -96,6 +98,14 @@ def _tile(c, d):
     if c.stages < 2:
         out.append(f"stages = {c.stages}: the copy engine needs a stage to fill while another is read (2 or more)")
     return "; ".join(out) or None
+
+
+@_tma("TMA_SWAP")
+def _swap(c, d):
+    if c.swap and not c.persistent and c.c_stage_floats * 4 > c.tma_tile_bytes:
+        return (f"swap = true stores C transposed from a staged tile ({c.c_stage_floats * 4} bytes), which must fit "
+                f"in the drained stages ({c.tma_tile_bytes} bytes): more stages, or persistent > 0")
+    return None
 
 
 # The stages must fit the block's shared memory: the staged families' check, under a name of its own.
