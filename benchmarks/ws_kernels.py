@@ -9,7 +9,9 @@ persistent grid (132 blocks) for shallow K; each in the four layouts (a grid sha
 layout's kernels).
 
     python benchmarks/ws_kernels.py --gpu h100 --out cand/                  # the first set (timed)
-    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set shallow    # 64-row and persistent, untimed
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set shallow    # 64-row and persistent
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set narrow     # few columns: BN 32
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set swapped    # few rows: C^T computed
     gemmgen search --grid search/grid-hopper.json --family tf32x3 --timings-only \\
         --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --add-shapes
@@ -37,6 +39,8 @@ def candidates(gpu: str = "h100", group: str = "first") -> list[KernelConfig]:
     base = preset("tf32x3-ws").replace(label="")
     if group == "shallow":
         return shallow(base, gpu)
+    if group in ("narrow", "swapped"):
+        return few(base, gpu, swap=group == "swapped")
     tiles = [dict(BM=128, BN=bn, WN=bn, stages=s) for bn, s in ((128, 4), (160, 3), (192, 3), (96, 5), (64, 6))]
     tiles += [dict(BM=64, BN=bn, WN=bn, stages=s) for bn, s in ((128, 5), (192, 4), (64, 8))]
     splits = [dict(split_k=1), dict(split_k=2), dict(split_k=4), dict(split_k=8),
@@ -67,6 +71,23 @@ def shallow(base: KernelConfig, gpu: str) -> list[KernelConfig]:
     return valid(out, gpu)
 
 
+def few(base: KernelConfig, gpu: str, swap: bool) -> list[KernelConfig]:
+    """Session 21's groups for few columns (``narrow``: BN = 32, N up to ~32) and few rows (``swapped``:
+    C^T = op(B)^T op(A)^T computed with BN = 32 or 64 over C's M, C stored transposed), where the 64-row
+    wgmma tiles were mostly empty or too wide (20x4971x4190 NN 0.81x, 11144x26x652 TT 0.85x cuBLAS):
+    BM 64 (4 stages, two or three blocks an SM) or 128 (6 stages), split-K 1..16 by atomics (few tiles,
+    deep K). Time ``narrow`` on shapes with few columns and ``swapped`` on shapes with few rows."""
+    widths = (32, 64) if swap else (32,)
+    out = []
+    for layout in LAYOUTS:
+        for bn in widths:
+            for bm, stages in ((64, 4), (128, 6)):
+                for split in (1, 2, 4, 8, 16):
+                    out.append(base.replace(layout=layout, BM=bm, BN=bn, WN=bn, stages=stages, split_k=split,
+                                            swap=swap))
+    return valid(out, gpu)
+
+
 def valid(configs: list[KernelConfig], gpu: str) -> list[KernelConfig]:
     """``configs`` the rules accept on ``gpu``, each name once, in order."""
     return list({c.name: c for c in configs if not explain(c, gpu)}.values())
@@ -76,9 +97,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
     ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
-    ap.add_argument("--set", dest="group", choices=("first", "shallow"), default="first",
+    ap.add_argument("--set", dest="group", choices=("first", "shallow", "narrow", "swapped"), default="first",
                     help="first: the timing set of session 20 (default); shallow: 64-row tiles and persistent "
-                         "grids for shallow K and few tiles, not yet timed")
+                         "grids for shallow K and few tiles; narrow: 32-column tiles for few columns; swapped: "
+                         "C^T computed, for few rows")
     args = ap.parse_args(argv)
     configs = candidates(args.gpu, args.group)
     path = write(configs, args.gpu, args.out)
