@@ -10,6 +10,10 @@ ratios closes the table.
     python benchmarks/matmul_vs_cublas.py --family simt         # dispatch restricted to the SIMT family
     python benchmarks/matmul_vs_cublas.py --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
     python benchmarks/matmul_vs_cublas.py --random 24 --seed 1      # shapes drawn outside set and grid
+    python benchmarks/matmul_vs_cublas.py --random 24 --seed 21 --seed 22 --json rows.json   # each seed's table
+
+Before timing, the kernels the dispatch will pick are compiled in parallel processes (--jobs; NVRTC's
+disk cache), so the timing loop loads them instead of compiling one at a time.
 """
 from __future__ import annotations
 
@@ -127,6 +131,37 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
             "err_gemmgen": err_gg, "err_cublas": err_cb}
 
 
+def _compile(job) -> None:
+    """One config (as a dict) compiled for ``spec`` into NVRTC's disk cache (a worker process)."""
+    from gemmgen.build.nvrtc import compile_source
+    from gemmgen.codegen.render import render
+    from gemmgen.kernel.config import KernelConfig
+
+    config, spec = job
+    compile_source(render(KernelConfig.from_dict(config), spec), spec.arch)
+
+
+def prebuild(shapes, family: str | None, jobs: int) -> int:
+    """Compile, in ``jobs`` processes, the kernels matmul's dispatch plans for ``shapes`` (packed operands);
+    returns how many. A plan this misses (another alignment class, a fallback) compiles when first run."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import gemmgen
+
+    lib = gemmgen.load()
+    configs = {}
+    for M, N, K, layout in shapes:
+        lda, ldb = packed_lds(M, N, K, layout)
+        fit = lib.staged_fit(M, N, K, layout, lda, ldb, N, family=family)[2]
+        if fit is not None:
+            configs[fit.config.name] = fit.config
+    if jobs > 1 and len(configs) > 1:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            list(pool.map(_compile, [(c.to_dict(), lib.spec) for c in configs.values()]))
+    return len(configs)
+
+
 def table(rows: list[dict]) -> str:
     head = ("shape", "layout", "cuBLAS TFLOP/s", "gemmgen TFLOP/s", "ratio", "err gemmgen", "err cuBLAS", "kernel")
     body = [(r["shape"], r["layout"], f"{r['cublas_tflops']:.2f}", f"{r['gemmgen_tflops']:.2f}",
@@ -150,34 +185,47 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]",
                     help="time these shapes instead of the file's (repeatable)")
     ap.add_argument("--random", type=int, metavar="N", help="time N random shapes outside the set and the grids instead")
-    ap.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    ap.add_argument("--seed", type=int, action="append", default=[],
+                    help="seed of --random (default 0; repeatable: a table per seed, rows tagged with it)")
     ap.add_argument("--family", help="restrict matmul's dispatch to one family (e.g. simt)")
     ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per shape in ms (default 200)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                    help="processes compiling the planned kernels before timing (default: half the cores)")
     args = ap.parse_args(argv)
     if args.random:
-        shapes = random_shapes(args.random, args.seed, tuned_keys(args.shapes))
+        groups = [(seed, random_shapes(args.random, seed, tuned_keys(args.shapes))) for seed in args.seed or [0]]
     else:
-        shapes = [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes)
+        groups = [(None, [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes))]
 
     import cupy
 
     from gemmgen.base.devices import detect
 
     spec = detect(cupy.cuda.Device().id)
+    t = time.time()
+    built = prebuild([s for _, shapes in groups for s in shapes], args.family, args.jobs)
+    print(f"{built} planned kernels compiled in {time.time() - t:.1f} s ({args.jobs} processes)", file=sys.stderr)
     rows = []
-    for M, N, K, layout in shapes:
-        t = time.time()
-        rows.append(measure(M, N, K, layout, args.rep_ms, args.family))
-        r = rows[-1]
-        print(f"{r['shape']} {layout}: {r['gemmgen_tflops']:.2f} vs {r['cublas_tflops']:.2f} TFLOP/s "
-              f"({r['ratio']:.2f}x) {r['kernel']} [{time.time() - t:.1f} s]", file=sys.stderr, flush=True)
-    print(f"\n{spec.name} ({spec.sm_count} SMs), gemmgen.matmul{' family=' + args.family if args.family else ''} "
-          "vs cuBLAS SGEMM (strict fp32), interleaved, L2 flushed before each run\n")
-    print(table(rows))
-    nn = [r["ratio"] for r in rows if r["layout"] == "NN"]
-    print(f"\ngeometric mean of the ratios: {geomean(r['ratio'] for r in rows):.3f}x over all {len(rows)} rows, "
-          f"{geomean(nn):.3f}x over the {len(nn)} NN rows; lowest {min(r['ratio'] for r in rows):.2f}x")
+    for seed, shapes in groups:
+        mine = []
+        for M, N, K, layout in shapes:
+            t = time.time()
+            mine.append(measure(M, N, K, layout, args.rep_ms, args.family))
+            r = mine[-1]
+            if seed is not None:
+                r["seed"] = seed
+            print(f"{r['shape']} {layout}: {r['gemmgen_tflops']:.2f} vs {r['cublas_tflops']:.2f} TFLOP/s "
+                  f"({r['ratio']:.2f}x) {r['kernel']} [{time.time() - t:.1f} s]", file=sys.stderr, flush=True)
+        print(f"\n{spec.name} ({spec.sm_count} SMs), gemmgen.matmul{' family=' + args.family if args.family else ''} "
+              f"vs cuBLAS SGEMM (strict fp32), interleaved, L2 flushed before each run"
+              f"{f', random seed {seed}' if seed is not None else ''}\n")
+        print(table(mine))
+        nn = [r["ratio"] for r in mine if r["layout"] == "NN"]
+        print(f"\ngeometric mean of the ratios{f' (seed {seed})' if seed is not None else ''}: "
+              f"{geomean(r['ratio'] for r in mine):.3f}x over all {len(mine)} rows, "
+              f"{geomean(nn):.3f}x over the {len(nn)} NN rows; lowest {min(r['ratio'] for r in mine):.2f}x")
+        rows += mine
     if args.json:
         Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "rows": rows}, indent=1))
     return 0
