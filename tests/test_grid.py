@@ -322,6 +322,54 @@ def test_process_workers_may_start_processes_of_their_own():
     assert sorted((d.error, d.result) for d in done) == [(None, 0), (None, 0)]
 
 
+def sleeps_with_a_child(device, item):
+    """Start a daemon child (as the measuring worker is), note its pid in ``item``, then hang."""
+    import multiprocessing
+    import time as _time
+
+    child = multiprocessing.get_context("spawn").Process(target=_time.sleep, args=(120,), daemon=True)
+    child.start()
+    with open(item, "w") as fh:
+        fh.write(str(child.pid))
+    _time.sleep(120)
+
+
+@pytest.mark.slow
+def test_a_terminated_worker_takes_its_measuring_worker_with_it(tmp_path):
+    """_stop ends a worker stuck in its item with SIGTERM: the worker exits as on an exception, so the
+    daemon it started (the measuring worker, maybe stuck in a hung kernel holding the GPU) goes too."""
+    import multiprocessing
+    import queue as _queue
+    import time as _time
+
+    from gemmgen.tune import pool
+
+    ctx = multiprocessing.get_context("spawn")
+    inbox, outbox, note = ctx.Queue(), ctx.Queue(), tmp_path / "child.pid"
+    worker = ctx.Process(target=pool._serve, args=(sleeps_with_a_child, 0, inbox, outbox))
+    worker.start()
+    inbox.put((0, str(note)))
+    for _ in range(300):
+        if note.exists() and note.read_text():
+            break
+        _time.sleep(0.1)
+    child = int(note.read_text())
+    worker.terminate()
+    worker.join(20)
+    assert worker.exitcode is not None
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        _time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        pytest.fail("the measuring worker outlived its terminated GPU worker")
+    with pytest.raises(_queue.Empty):
+        outbox.get(timeout=0.1)
+
+
 def test_errors_of_one_item_do_not_stop_the_others():
     done = run_on_devices(["a", "bug", "b"], fail_on, [0, 1], mode="thread")
     assert sorted((d.item, d.result, d.error) for d in done) == [

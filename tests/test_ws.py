@@ -116,6 +116,20 @@ def test_swap_is_for_the_skinny_and_the_cp_async_kernels_only():
     assert per.c_stage_floats == 2 * 128 * 68 and per.smem_bytes - per.replace(persistent=0).smem_bytes == 4 * 2 * 128 * 68
 
 
+@pytest.mark.parametrize("change", [dict(), dict(swap=True), dict(swap=True, BN=32, WN=32),
+                                    dict(swap=True, BN=128, WN=128), dict(swap=True, BN=24, WN=24, BM=64)])
+def test_persistent_mbarriers_sit_past_the_staging_tile_at_the_end_of_shared_memory(change):
+    """The persistent kernel's mbarriers follow C's staging tile: at the byte smem_bytes reserves for them
+    (a swapped tile is CONSUMERS x BN x (WM + 4) floats, not BM x C_LD: with BN = 32 they lay past the
+    allocation, with BN = 128 on consumer 1's staging tile)."""
+    cfg = WS.replace(stages=2, persistent=16, **{"BN": 64, "WN": 64, **change})
+    code = render(cfg, for_arch("sm_90")).code
+    offset = int(re.search(r"reinterpret_cast<unsigned long long\*>\(cstage \+ (\d+)\)", code).group(1))
+    stages_floats = cfg.stages * (cfg.BM * cfg.BK + 2 * cfg.BN * cfg.BK)   # A and B, then B's small parts
+    assert (stages_floats + offset) * 4 + cfg.stages * 24 == cfg.smem_bytes
+    assert offset == cfg.c_stage_floats
+
+
 def test_the_tma_kernels_render_as_before():
     """The TMA variant's source has no trace of the cp.async producer."""
     code = render(preset("tf32x3-tma"), for_arch("sm_90")).code

@@ -29,6 +29,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..base.devices import DeviceSpec
 from ..base.shape import Shape
+from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from ..records.entry import Entry
 from ..records.timings import KernelTimes
@@ -97,18 +98,26 @@ def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:
     1.2
     """
     by_kernel: dict[str, dict[str, dict[tuple, float]]] = {}
+    kinds: dict[str, str] = {}
     for f in fits:
         key = f.config.replace(layout="NN").name
+        kinds[key] = factor_kind(f.config)
         by_kernel.setdefault(key, {})[f.config.layout] = {(p.shape.M, p.shape.N, p.shape.K): p.ms for p in f.points}
     ratios: dict[tuple[str, str, str], list[float]] = {}
     for name, per_layout in by_kernel.items():
-        family = name.split("_")[1]
+        family = kinds[name]
         for a, ta in per_layout.items():
             for b, tb in per_layout.items():
                 common = ta.keys() & tb.keys()
                 if a != b and common:
                     ratios.setdefault((family, a, b), []).extend(tb[s] / ta[s] for s in common)
     return {k: statistics.median(v) for k, v in ratios.items()}
+
+
+def factor_kind(c: KernelConfig) -> str:
+    """The group whose layout factors a kernel shares: its family, apart for swapped kernels (a swapped
+    NN kernel runs as TT, so its layouts' time ratios are the others' turned around)."""
+    return c.family + ("/swapped" if c.swap else "")
 
 
 def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: str | None = None,
@@ -127,7 +136,7 @@ def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: st
         moved = f.config.replace(layout=layout)
         if moved.name in own or explain(moved, spec):
             continue
-        out.append(f.serving(layout, factors.get((f.config.family, f.config.layout, layout), TRANSFER)))
+        out.append(f.serving(layout, factors.get((factor_kind(f.config), f.config.layout, layout), TRANSFER)))
     return list({f.config.name: f for f in out}.values())   # one per kernel: the first wins
 
 

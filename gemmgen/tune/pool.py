@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import multiprocessing
 import queue
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -65,7 +66,10 @@ def _run(work: Work, device: int, index: int, item: Any) -> Done:
 
 
 def _serve(work: Work, device: int, inbox: Any, outbox: Any) -> None:
-    """A worker: run the items its inbox hands it until it receives None."""
+    """A worker: run the items its inbox hands it until it receives None. A worker process ends on
+    SIGTERM as on an exception, so its exit handlers stop its own measuring worker (a daemon)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         while True:
             msg = inbox.get()
@@ -75,6 +79,10 @@ def _serve(work: Work, device: int, inbox: Any, outbox: Any) -> None:
             outbox.put(_run(work, device, index, item))
     except KeyboardInterrupt:
         raise SystemExit(130) from None   # trials in flight are recorded by the trial runner
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 class _Dispatcher:
@@ -158,6 +166,9 @@ class _Dispatcher:
         for worker, _ in self.workers.values():
             worker.join(10)
             if self.ctx and worker.is_alive():
-                worker.terminate()
+                worker.terminate()   # SIGTERM: its exit handlers stop its measuring worker
+                worker.join(5)
+            if self.ctx and worker.is_alive():
+                worker.kill()
                 worker.join(5)
 

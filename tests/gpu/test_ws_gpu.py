@@ -28,6 +28,8 @@ CONFIGS = {
     "128x24-s6-k4a-sw": WS.replace(BN=24, WN=24, stages=6, split_k=4, swap=True),
     "64x48-s6-k3w-sw": WS.replace(BM=64, BN=48, WN=48, stages=6, split_k=3, reduce="workspace", swap=True),
     "128x64-s2-p16-sw": WS.replace(BN=64, WN=64, stages=2, persistent=16, swap=True),
+    # a swapped staging tile (2 x 32 x 68 floats) smaller than BM x C_LD: the mbarriers follow it
+    "128x32-s2-p16-sw": WS.replace(BN=32, WN=32, stages=2, persistent=16, swap=True),
 }
 # Ragged in every dimension, K below one stage and not a multiple of 4, one row or column, deep K.
 SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050",
@@ -48,6 +50,15 @@ def test_rows_one_float_past_their_length(hopper, layout):
     """lda, ldb and ldc one float longer than the rows: no operand's rows are 16 bytes apart, so every
     copy is a 4-byte one, and the gate still passes."""
     errors = hopper.check(WS.replace(layout=layout), Shape(515, 259, 131, layout), seed=5, pad=1)
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_swapped_rows_of_c_end_inside_a_16_byte_chunk(hopper, layout):
+    """Swapped, C's rows (ldc = 304, 16-byte aligned) go out 16 bytes a lane; N = 301 ends each row
+    inside a chunk, whose first element alone is stored."""
+    cfg = WS.replace(layout=layout, swap=True, BN=32, WN=32)
+    errors = hopper.check(cfg, Shape(45, 301, 131, layout), seed=9, pad=3)
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
 
