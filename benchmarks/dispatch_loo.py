@@ -11,6 +11,9 @@ another layout serving the request) are counted but not scored.
     python benchmarks/dispatch_loo.py --gpu h100
     python benchmarks/dispatch_loo.py --gpu h200 --layout NN --worst 20 --json loo.json
     python benchmarks/dispatch_loo.py --gpu h100 --set WIDTH=0.8 --set PRIOR=0.2
+    python benchmarks/dispatch_loo.py --gpu h100 --hold-out search/grid-hopper-few-rows.json   # a regime unseen
+    python benchmarks/dispatch_loo.py --gpu h100 --hold-out search/grid-hopper.json \
+        --hold-out search/grid-hopper-skinny.json --folds 5      # 5-fold cross-validation over both grids
 
 A grid neighbour is one grid step away, where a shape chosen by someone else lies half a step from the
 nearest one on average: the scores are a pessimistic bound on the dispatch's off-grid choices, and a
@@ -31,21 +34,24 @@ sys.path.insert(0, str(HERE))
 from matmul_vs_cublas import geomean  # noqa: E402
 
 
-def held_out(timings, mnk: tuple[int, int, int]):
-    """The timings without any measurement of M x N x K (any layout)."""
+def held_out(timings, mnk):
+    """The timings without any measurement of M x N x K (any layout); ``mnk`` may be a set of them."""
     from gemmgen.base.shape import Shape
     from gemmgen.records.timings import KernelTimes, Timings
 
+    out = mnk if isinstance(mnk, (set, frozenset)) else {mnk}
+
     def keep(key: str) -> bool:
         s = Shape.parse(key)
-        return (s.M, s.N, s.K) != mnk
+        return (s.M, s.N, s.K) not in out
     kernels = {n: KernelTimes(k.config, {s: t for s, t in k.ms.items() if keep(s)}, k.resident)
                for n, k in timings.kernels.items()}
     return Timings(kernels, timings.cublas)
 
 
-def score(timings, spec, key: str, family: str | None) -> dict | None:
-    """One held-out shape's row: the plan from the other shapes' timings, and its measured outcome."""
+def score(timings, spec, key: str, family: str | None, lib=None) -> dict | None:
+    """One held-out shape's row: the plan from the other shapes' timings (or from ``lib``, a library
+    of timings without it), and its measured outcome."""
     from gemmgen.base.shape import Shape
     from gemmgen.runtime.library import KernelLibrary
     from gemmgen.runtime.staging import copies_ms
@@ -55,9 +61,9 @@ def score(timings, spec, key: str, family: str | None) -> dict | None:
     measured = {n: k.ms[key] for n, k in timings.kernels.items()
                 if key in k.ms and k.config.precision == "fp32" and (family is None or k.config.family == family)}
     cublas = timings.cublas.get("fp32", {}).get(key)
-    if not measured or cublas is None:
+    if not measured or (cublas is None and lib is None):
         return None
-    lib = KernelLibrary(spec, {}, timings=held_out(timings, mnk))
+    lib = lib or KernelLibrary(spec, {}, timings=held_out(timings, mnk))
     lda = s.K if s.layout[0] == "N" else s.M
     ldb = s.N if s.layout[1] == "N" else s.K
     pack_a, pack_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
@@ -106,6 +112,12 @@ def main(argv=None) -> int:
                     help="a constant of the dispatch rule to change first (repeatable)")
     ap.add_argument("--worst", type=int, default=15, metavar="N", help="print the N rows of most regret")
     ap.add_argument("--json", metavar="FILE", help="write every row here")
+    ap.add_argument("--hold-out", metavar="GRID", action="append", default=[],
+                    help="leave out every shape of this grid file at once (repeatable), fit once, and score "
+                         "those shapes: a whole regime the dispatch has not seen, not one shape at a time")
+    ap.add_argument("--folds", type=int, default=1, metavar="N",
+                    help="with --hold-out: N-fold cross-validation instead, each fold leaving out every N-th "
+                         "of the grids' shapes (sorted) and fitting on the rest (the other grids' too)")
     args = ap.parse_args(argv)
 
     from gemmgen.base.devices import known
@@ -119,12 +131,38 @@ def main(argv=None) -> int:
     found = load_device(spec.key, args.results)
     keys = sorted(found.timings.cublas.get("fp32", {}))
     keys = [k for k in keys if not args.layout or k.split("/")[1] in args.layout]
-    rows = []
-    for i, key in enumerate(keys):
-        row = score(found.timings, spec, key, args.family)
-        if row is not None:
-            rows.append(row)
-        print(f"\r{i + 1}/{len(keys)} shapes", end="", file=sys.stderr, flush=True)
+    if args.hold_out:
+        from gemmgen.base.shape import Shape
+        from gemmgen.runtime.library import KernelLibrary
+
+        grid = set()
+        for path in args.hold_out:
+            try:
+                grid |= set(json.loads(Path(path).read_text())["shapes"])
+            except (OSError, ValueError, KeyError) as exc:
+                raise SystemExit(f"dispatch_loo: --hold-out {path!r}: not a grid file ({exc})") from None
+        timed = {key for k in found.timings.kernels.values() for key in k.ms}   # cuBLAS's times are not merged
+        mnks = sorted({(s.M, s.N, s.K) for s in map(Shape.parse, grid)})
+        keys = sorted(k for k in grid & timed if not args.layout or k.split("/")[1] in args.layout)
+        folds = max(1, args.folds)
+        rows = []
+        for i in range(folds):
+            out = set(mnks[i::folds])
+            lib = KernelLibrary(spec, {}, timings=held_out(found.timings, out))
+            for key in keys:
+                s = Shape.parse(key)
+                if (s.M, s.N, s.K) in out:
+                    row = score(found.timings, spec, key, args.family, lib)
+                    if row is not None:
+                        rows.append(row)
+            print(f"\r{i + 1}/{folds} folds", end="", file=sys.stderr, flush=True)
+    else:
+        rows = []
+        for i, key in enumerate(keys):
+            row = score(found.timings, spec, key, args.family)
+            if row is not None:
+                rows.append(row)
+            print(f"\r{i + 1}/{len(keys)} shapes", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     scored = [r for r in rows if r["ms"] is not None]
     if not scored:
@@ -138,16 +176,19 @@ def main(argv=None) -> int:
           f"no copies): {geomean(regret):.3f} over all plans, {geomean(r['ms'] / r['oracle_ms'] for r in plain):.3f} "
           f"over the {len(plain)} without copies; over 1.10: {sum(x > 1.1 for x in regret)}, "
           f"over 1.25: {sum(x > 1.25 for x in regret)}")
-    print(f"  vs cuBLAS: pick {geomean(r['cublas_ms'] / r['ms'] for r in scored):.3f}x (copies at their "
-          f"predicted time), best {geomean(r['cublas_ms'] / r['oracle_ms'] for r in scored):.3f}x")
+    vs = [r for r in scored if r["cublas_ms"]]
+    print(f"  vs cuBLAS ({len(vs)} shapes with its time): pick {geomean(r['cublas_ms'] / r['ms'] for r in vs):.3f}x "
+          f"(copies at their predicted time), best {geomean(r['cublas_ms'] / r['oracle_ms'] for r in vs):.3f}x")
     err = [r["ms"] / r["predicted_ms"] for r in scored]
     err.sort()
     print(f"  measured / predicted: median {err[len(err) // 2]:.2f}, 10th-90th percentile "
           f"{err[len(err) // 10]:.2f}-{err[(9 * len(err)) // 10]:.2f}")
     print(f"\n{'shape':<22} {'pick/best':>11} {'pick':>7} {'best':>7}  kernel")
     for r in sorted(scored, key=lambda r: -r["ms"] / r["oracle_ms"])[:args.worst]:
-        print(f"{r['shape']:<22} {r['ms'] / r['oracle_ms']:>11.3f} {r['cublas_ms'] / r['ms']:>6.2f}x "
-              f"{r['cublas_ms'] / r['oracle_ms']:>6.2f}x  {r['kernel']}{' copies ' + r['copies'] if r['copies'] else ''}")
+        vs_pick, vs_best = ((f"{r['cublas_ms'] / r['ms']:>6.2f}x", f"{r['cublas_ms'] / r['oracle_ms']:>6.2f}x")
+                            if r["cublas_ms"] else ("     -", "     -"))
+        print(f"{r['shape']:<22} {r['ms'] / r['oracle_ms']:>11.3f} {vs_pick} {vs_best}  {r['kernel']}"
+              f"{' copies ' + r['copies'] if r['copies'] else ''}")
     if args.json:
         Path(args.json).write_text(json.dumps({"gpu": spec.name, "set": args.set, "rows": rows}, indent=1) + "\n")
     return 0
