@@ -91,6 +91,17 @@ def test_explain_text(capsys):
         assert words in out, words
 
 
+@pytest.mark.parametrize("name, says", [("tf32x3-ws", "cp.async"), ("tf32x3-ws-m", "stores C transposed"),
+                                         ("f16-tma", "TMA copies"), ("tf32x3-wgmma", "warpgroups of 4 warps")])
+def test_explain_describes_hopper_kernels_as_wgmma(capsys, name, says):
+    """The Hopper kernels' description names wgmma and their pipeline, not the mma.sync/WMMA warp tiles of
+    the Ampere kernels it once borrowed."""
+    code, out, _ = run(capsys, "explain", "--preset", name, "--no-ptxas")
+    what = out.split("What it does:")[1].split("Resources:")[0]
+    assert code == 0 and "wgmma.m64n" in what and says in what
+    assert "mma.sync" not in what and "WMMA tiles" not in what
+
+
 def test_explain_json_has_everything(capsys):
     code, out, _ = run(capsys, "explain", "--preset", "v12", "--arch", "a100", "--json", "--no-ptxas")
     r = json.loads(out)

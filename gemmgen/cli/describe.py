@@ -3,6 +3,8 @@
 >>> from gemmgen.kernel.presets import preset
 >>> features(preset("v8"))[0]
 'each block computes a 128x128 tile of C with 256 threads (8 warps); each thread an 8x8 tile'
+>>> features(preset("tf32x3-ws"))[0].startswith("warp-specialized: each block computes a 128x128 tile of C")
+True
 """
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ def features(c: KernelConfig) -> list[str]:
         return _naive(c)
     if c.family == "skinny":
         return _skinny(c)
+    if c.tma:
+        lines = [_ws_tiling(c), _ws_math(c), _ws_pipeline(c), _ws_operands(c)]
+        return lines + [text for flag, text in _optional(c) if flag and not text.startswith("16-byte chunks")]
     if c.tensor_core:
         lines = [_tc_tiling(c), _tc_math(c), _k_loop(c), _tc_loads(c)]
         return lines + [text for flag, text in _optional(c) if flag]
@@ -69,9 +74,53 @@ def _tiling(c: KernelConfig) -> str:
 
 
 def _tc_tiling(c: KernelConfig) -> str:
+    if c.mma == "wgmma":
+        return (f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 128} "
+                f"warpgroups of 4 warps); each warpgroup a {c.WM}x{c.WN} tile as {c.WM // 64} wgmma.m64n{c.WN}k"
+                f"{32 // c.elem_bytes} per step (Hopper's asynchronous warpgroup MMA, B read from shared memory; "
+                f"{c.accumulators} fp32 accumulators per thread)")
     return (f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 32} warps); "
             f"each warp a {c.WM}x{c.WN} tile of {c.WM // 16}x{c.WN // 8} tensor-core tiles of 16x8 "
             f"(mma.sync m16n8k8, {c.accumulators} fp32 accumulators per thread)")
+
+
+def _ws_tiling(c: KernelConfig) -> str:
+    consumers = c.BM // c.WM
+    return (f"warp-specialized: each block computes a {c.BM}x{c.BN} tile of C with one producer warpgroup and "
+            f"{consumers} consumer warpgroup{'s' if consumers > 1 else ''} ({c.threads} threads); each consumer "
+            f"owns {c.WM} rows by all {c.BN} columns, {c.WM // 64} wgmma.m64n{c.BN}k{32 // c.elem_bytes} per step "
+            f"({c.accumulators} fp32 accumulators per thread), registers moved to the consumers with setmaxnreg"
+            + (f"; a persistent grid of {c.persistent} blocks walks the tiles" if c.persistent else ""))
+
+
+def _ws_math(c: KernelConfig) -> str:
+    if c.family == "tf32":
+        return ("TF32: the copy engine rounds the operands to 10 mantissa bits on the way in (a TFLOAT32 tensor "
+                "map), fp32 accumulation; about 1e-3 relative error")
+    if c.family == "tf32x3":
+        return _tc_math(c)
+    words = {"f16": "fp16", "bf16": "bf16"}.get(c.dtype, c.dtype)
+    return (f"{words} inputs, exact products on the tensor cores; "
+            + ("each stage sums into a fresh partial added to the fp32 accumulators with round-to-nearest adds"
+               if c.partials else "accumulated straight on the tensor cores across K, as cuBLAS does"))
+
+
+def _ws_pipeline(c: KernelConfig) -> str:
+    if c.async_copy:
+        copy = ("the producer's 128 threads copy with cp.async (16 bytes where k is contiguous and rows are "
+                "16-byte aligned, else 4 bytes, transposed on the way), then split B into big and small parts")
+    else:
+        copy = "one producer thread issues TMA copies (the copy engine zero-fills the edges)"
+    return (f"K advances {c.BK} at a time through {c.stages} shared-memory stages: {copy}; producer and consumers "
+            f"meet on mbarriers (full, {'ready, ' if c.family == 'tf32x3' else ''}empty), with no block barrier "
+            "in the main loop")
+
+
+def _ws_operands(c: KernelConfig) -> str:
+    a = ("A is read from the stage into registers and split there (3xTF32), B by wgmma from shared memory"
+         if c.family == "tf32x3" else "wgmma reads A and B from shared memory")
+    return (f"A is {_LAYOUT[c.layout[0]]} and B {_LAYOUT[c.layout[1]]} in global memory; every stage holds "
+            f"K-major tiles in the 128-byte swizzle TMA writes and wgmma's descriptors read; {a}")
 
 
 def _tc_math(c: KernelConfig) -> str:
@@ -90,7 +139,8 @@ def _tc_loads(c: KernelConfig) -> str:
 
 def _k_loop(c: KernelConfig) -> str:
     if c.async_copy:
-        how = f"a ring of {c.stages} shared-memory stages filled by cp.async, {c.stages - 1} tiles in flight"
+        how = (f"a ring of {c.stages} shared-memory stages filled by cp.async, {c.stages - 1} "
+               f"tile{'s' if c.stages > 2 else ''} in flight")
     elif c.stages == 2:
         how = "two shared-memory buffers: the next tile is loaded into registers while this one is used"
     else:
