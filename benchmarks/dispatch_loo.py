@@ -34,12 +34,10 @@ sys.path.insert(0, str(HERE))
 from matmul_vs_cublas import geomean  # noqa: E402
 
 
-def held_out(timings, mnk):
-    """The timings without any measurement of M x N x K (any layout); ``mnk`` may be a set of them."""
+def held_out(timings, out: set):
+    """The timings without any measurement of the M x N x K in ``out`` (any layout)."""
     from gemmgen.base.shape import Shape
     from gemmgen.records.timings import KernelTimes, Timings
-
-    out = mnk if isinstance(mnk, (set, frozenset)) else {mnk}
 
     def keep(key: str) -> bool:
         s = Shape.parse(key)
@@ -63,7 +61,7 @@ def score(timings, spec, key: str, family: str | None, lib=None) -> dict | None:
     cublas = timings.cublas.get("fp32", {}).get(key)
     if not measured or (cublas is None and lib is None):
         return None
-    lib = lib or KernelLibrary(spec, {}, timings=held_out(timings, mnk))
+    lib = lib or KernelLibrary(spec, {}, timings=held_out(timings, {mnk}))
     lda = s.K if s.layout[0] == "N" else s.M
     ldb = s.N if s.layout[1] == "N" else s.K
     pack_a, pack_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)

@@ -21,7 +21,7 @@ def features(c: KernelConfig) -> list[str]:
         return _skinny(c)
     if c.tma:
         lines = [_ws_tiling(c), _ws_math(c), _ws_pipeline(c), _ws_operands(c)]
-        return lines + [text for flag, text in _optional(c) if flag and not text.startswith("16-byte chunks")]
+        return lines + [text for flag, text in _optional(c) if flag]
     if c.tensor_core:
         lines = [_tc_tiling(c), _tc_math(c), _k_loop(c), _tc_loads(c)]
         return lines + [text for flag, text in _optional(c) if flag]
@@ -93,14 +93,18 @@ def _ws_tiling(c: KernelConfig) -> str:
             + (f"; a persistent grid of {c.persistent} blocks walks the tiles" if c.persistent else ""))
 
 
+def dtype_word(c: KernelConfig) -> str:
+    """The 16-bit input type in words: fp16 or bf16."""
+    return {"f16": "fp16", "bf16": "bf16"}.get(c.dtype, c.dtype)
+
+
 def _ws_math(c: KernelConfig) -> str:
     if c.family == "tf32":
         return ("TF32: the copy engine rounds the operands to 10 mantissa bits on the way in (a TFLOAT32 tensor "
                 "map), fp32 accumulation; about 1e-3 relative error")
     if c.family == "tf32x3":
         return _tc_math(c)
-    words = {"f16": "fp16", "bf16": "bf16"}.get(c.dtype, c.dtype)
-    return (f"{words} inputs, exact products on the tensor cores; "
+    return (f"{dtype_word(c)} inputs, exact products on the tensor cores; "
             + ("each stage sums into a fresh partial added to the fp32 accumulators with round-to-nearest adds"
                if c.partials else "accumulated straight on the tensor cores across K, as cuBLAS does"))
 
@@ -158,7 +162,7 @@ def _optional(c: KernelConfig) -> list[tuple[bool, str]]:
     return [
         (bool(c.pad_a or c.pad_b), f"shared rows padded by {c.pad_a} (A) and {c.pad_b} (B) floats so "
                                    "column walks spread over the 32 banks"),
-        (c.swz_a > 1 or c.swz_b > 1, f"16-byte chunks XOR-swizzled (period A {c.swz_a}, B {c.swz_b}) "
+        (not c.tma and (c.swz_a > 1 or c.swz_b > 1), f"16-byte chunks XOR-swizzled (period A {c.swz_a}, B {c.swz_b}) "
                                      "against bank conflicts, without padding's wasted space"),
         (c.raster > 1, f"thread-block swizzle: consecutive blocks walk {c.raster} tile rows together "
                        "so resident blocks share A and B in L2"),

@@ -21,7 +21,7 @@ from ..kernel.config import HALF, KernelConfig
 from ..kernel.presets import describe
 from ..kernel.rules import explain, register_estimate, rule_names
 from .command import Command
-from .describe import features, intensity
+from .describe import dtype_word, features, intensity
 from .options import add_config_options, config_from_args
 
 _STRUCTURAL = {"FAMILY", "LAYOUT", "POSITIVE", "THREADS"}   # derived geometry is meaningless past these
@@ -70,7 +70,7 @@ def half_features(c: KernelConfig) -> list[str]:
     >>> half_features(preset("wmma"))[1].startswith("fp16 inputs")
     True
     """
-    words = {"f16": "fp16", "bf16": "bf16"}.get(c.dtype, c.dtype)
+    words = dtype_word(c)
     lines = [
         f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 32} warps); each warp "
         f"a {c.WM}x{c.WN} tile of {c.WM // 16}x{c.WN // 16} WMMA tiles of 16x16x16 ({c.accumulators} fp32 accumulators "

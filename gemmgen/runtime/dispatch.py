@@ -97,15 +97,12 @@ def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:
     >>> layout_factors(fits)[("tf32x3", "NN", "TN")]
     1.2
     """
-    by_kernel: dict[str, dict[str, dict[tuple, float]]] = {}
-    kinds: dict[str, str] = {}
+    by_kernel: dict[tuple[str, str], dict[str, dict[tuple, float]]] = {}   # (kind, config's NN name) -> ...
     for f in fits:
-        key = f.config.replace(layout="NN").name
-        kinds[key] = factor_kind(f.config)
+        key = (factor_kind(f.config), f.config.replace(layout="NN").name)
         by_kernel.setdefault(key, {})[f.config.layout] = {(p.shape.M, p.shape.N, p.shape.K): p.ms for p in f.points}
     ratios: dict[tuple[str, str, str], list[float]] = {}
-    for name, per_layout in by_kernel.items():
-        family = kinds[name]
+    for (family, _), per_layout in by_kernel.items():
         for a, ta in per_layout.items():
             for b, tb in per_layout.items():
                 common = ta.keys() & tb.keys()
