@@ -181,6 +181,27 @@ def test_winners_from_without_family_times_every_family_of_the_file(fake_cli, ca
     assert theirs.name in saved.timings.kernels
 
 
+def test_top_times_only_the_kernels_the_dispatch_predicts_fastest(fake_cli, capsys):
+    """--top K: re-timing a results file's kernels on a grid spends the GPU on each shape's K predicted
+    fastest only. On the shapes the file timed, the predictions are its measurements: --top 2 times
+    exactly the two fastest fp32 kernels it measured there."""
+    grid_search(capsys, fake_cli)
+    first = fake_cli / "results" / FILE
+    saved = store.load_file(first)
+    argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--winners-from", str(first),
+            "--results", str(fake_cli / "top"), "--top", "2", "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "per shape the 2 predicted fastest" in capsys.readouterr().err
+    again = store.load_file(fake_cli / "top" / FILE)
+    for shape in SHAPES:
+        timed = {n: k.ms[shape] for n, k in saved.timings.kernels.items()
+                 if shape in k.ms and k.config.precision == "fp32"}
+        assert len(timed) > 2
+        now = {n for n, k in again.timings.kernels.items() if shape in k.ms and k.config.precision == "fp32"}
+        assert now == set(sorted(timed, key=timed.get)[:2]), shape
+    assert main([*argv[:-2], "0"]) == 2 and "--top 0: must be at least 1" in capsys.readouterr().err
+
+
 def test_grid_auto_picks_the_shipped_grid_of_the_gpu(fake_cli, capsys):
     report, err = grid_search(capsys, fake_cli, "--no-timings", "--timeout", "0.001")
     assert "grid mini" in err   # a file given: its shapes

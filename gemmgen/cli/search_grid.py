@@ -45,6 +45,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     a("--winners-from", metavar="FILE", help="with --timings-only: time the kernels of another GPU's results file "
       "(its timings and entries) here instead, e.g. an H200's winners on an H100")
     a("--timings-timeout", type=float, metavar="S", help="grid: stop timing after S seconds (a rerun times the rest)")
+    a("--top", type=int, metavar="K", help="grid timings: on each shape, time only the K kernels the dispatch "
+      "predicts fastest there (fitted to --winners-from's timings, else this GPU's results file); default all")
     a("--dry-run", action="store_true", help="grid: print what would be tuned and timed, and exit (no GPU needed "
       "with --gpu NAME)")
 
@@ -52,7 +54,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def check(args: argparse.Namespace) -> bool:
     """Whether this is a grid search, after the grid options' rules (one-line errors, before the GPU)."""
     grid_only = ("patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from", "timings_timeout",
-                 "dry_run")
+                 "top", "dry_run")
     if not args.grid:
         given = [f"--{n.replace('_', '-')}" for n in grid_only if getattr(args, n) not in (None, False)]
         if given:
@@ -65,7 +67,7 @@ def check(args: argparse.Namespace) -> bool:
     if args.winners_from and not args.timings_only:
         raise ValueError("--winners-from FILE re-times another GPU's kernels: give it with --timings-only")
     for name, value, low in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1), ("--patience", args.patience, 0),
-                             ("--extend-below", args.extend_below, 0)):
+                             ("--extend-below", args.extend_below, 0), ("--top", args.top, 1)):
         if value is not None and not value >= low:
             raise ValueError(f"{name} {value}: must be at least {low}")
     seconds = (("--rep-ms", args.rep_ms), ("--timeout", args.timeout), ("--timings-timeout", args.timings_timeout))

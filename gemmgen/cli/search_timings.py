@@ -51,6 +51,35 @@ def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
     return [c for c in configs if c.family in job.families]
 
 
+def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int) -> dict[str, set[str]]:
+    """Shape key -> the names (in the shape's layout) of the ``k`` kernels of each accuracy class among
+    ``configs`` that the dispatch, fitted to ``results``' timings, predicts fastest there, plus every
+    kernel it has no timings for (nothing to predict from). Timing only these spends the GPU where a
+    pick can change."""
+    from ..runtime.dispatch import candidates, fit_all, layout_factors
+    from ..runtime.predict import aligned_for
+
+    families = {c.family for c in configs}
+    unranked = [c for c in configs if c.name not in results.timings.kernels]
+    classes = []
+    for precision in sorted({c.precision for c in configs}):
+        fits = fit_all([t for t in results.timings.of_precision(precision) if t.config.family in families], device)
+        classes.append((fits, layout_factors(fits), {}))
+    out: dict[str, set[str]] = {}
+    names = {lay: ({c.replace(layout=lay, label="").name for c in configs},
+                   {c.replace(layout=lay, label="").name for c in unranked}) for lay in {s.layout for s in shapes}}
+    for s in shapes:
+        mine, keep = names[s.layout][0], set(names[s.layout][1])
+        for fits, factors, per_layout in classes:
+            if s.layout not in per_layout:
+                per_layout[s.layout] = candidates(fits, s.layout, device, factors=factors)
+            ranked = sorted((f.predict(s, aligned_for(f.config, s)), f.config.replace(label="").name)
+                            for f in per_layout[s.layout] if f.config.accepts(s.M, s.N, s.K) is None)
+            keep |= set([n for _, n in ranked if n in mine][:k])
+        out[s.key] = keep
+    return out
+
+
 def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> None:
     """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come."""
     from ..tune import gpu
@@ -61,9 +90,11 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     have = current(args, ctx["fp"])
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
-    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed)
+    only = predicted_top(foreign or have, configs, job.grid.shapes, job.device, args.top) if args.top else None
+    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed, only=only)
     rep = args.rep_ms or REP_MS
     source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
+    source += f"; per shape the {args.top} predicted fastest" if args.top else ""
     out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
             f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")

@@ -21,14 +21,14 @@ from __future__ import annotations
 import concurrent.futures as cf
 import time
 from dataclasses import dataclass
-from typing import Callable, Collection, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from ..base.devices import DeviceSpec
 from ..base.outcome import Failure, Measurement
 from ..base.shape import Shape
 from ..kernel.config import KernelConfig
 from .plan import Prepare, Retime
-from .warm import transfer
+from ..kernel.rules import explain
 
 BATCH = 12   # kernels timed together on one shape: one problem and one cuBLAS run per round
 
@@ -42,17 +42,24 @@ class Batch:
 
 
 def timing_batches(configs: Iterable[KernelConfig], shapes: Sequence[Shape], device: DeviceSpec, *,
-                   skip: Collection[tuple[str, str]] = (), size: int = BATCH) -> list[Batch]:
+                   skip: Collection[tuple[str, str]] = (), size: int = BATCH,
+                   only: Mapping[str, Collection[str]] | None = None) -> list[Batch]:
     """Every (kernel, shape) pair to time, moved to the shape's layout, without the pairs in ``skip``
     ((kernel name, shape key): timed already) and those that do not run; the biggest shapes first, so
-    the last batches to finish are short ones."""
+    the last batches to finish are short ones. ``only`` (shape key -> kernel names in the shape's
+    layout) keeps just those names on the shapes it holds."""
     configs = list({c.name: c for c in configs}.values())
     batches = []
+    in_layout: dict[str, list[KernelConfig]] = {}   # the configs moved to each layout (replace is slow)
     for shape in sorted(shapes, key=lambda s: -s.flops):
         here: dict[str, KernelConfig] = {}
-        for config in configs:
-            moved = transfer(config, shape, device)
-            if moved is not None and (moved.name, shape.key) not in skip:
+        if shape.layout not in in_layout:   # as warm.transfer, its rules checked once per layout
+            moved = (c.replace(layout=shape.layout, label="") for c in configs)
+            in_layout[shape.layout] = [c for c in moved if not explain(c, device)]
+        for config in in_layout[shape.layout]:
+            moved = config if config.accepts(shape.M, shape.N, shape.K) is None else None
+            keep = only is None or shape.key not in only or moved is None or moved.name in only[shape.key]
+            if moved is not None and keep and (moved.name, shape.key) not in skip:
                 here.setdefault(moved.name, moved)
         todo = list(here.values())
         batches += [Batch(shape, tuple(todo[i:i + size])) for i in range(0, len(todo), size)]
