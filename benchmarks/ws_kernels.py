@@ -12,6 +12,8 @@ layout's kernels).
     python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set shallow    # 64-row and persistent
     python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set narrow     # few columns: BN 32
     python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set swapped    # few rows: C^T computed
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set narrow-o2  # few columns, two blocks an SM
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set swapped-o2 # few rows, two blocks an SM
     gemmgen search --grid search/grid-hopper.json --family tf32x3 --timings-only \\
         --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --add-shapes
@@ -41,6 +43,8 @@ def candidates(gpu: str = "h100", group: str = "first") -> list[KernelConfig]:
         return shallow(base, gpu)
     if group in ("narrow", "swapped"):
         return few(base, gpu, swap=group == "swapped")
+    if group in ("narrow-o2", "swapped-o2"):
+        return two_blocks(base, gpu, swap=group == "swapped-o2")
     tiles = [dict(BM=128, BN=bn, WN=bn, stages=s) for bn, s in ((128, 4), (160, 3), (192, 3), (96, 5), (64, 6))]
     tiles += [dict(BM=64, BN=bn, WN=bn, stages=s) for bn, s in ((128, 5), (192, 4), (64, 8))]
     splits = [dict(split_k=1), dict(split_k=2), dict(split_k=4), dict(split_k=8),
@@ -88,6 +92,22 @@ def few(base: KernelConfig, gpu: str, swap: bool) -> list[KernelConfig]:
     return valid(out, gpu)
 
 
+def two_blocks(base: KernelConfig, gpu: str, swap: bool) -> list[KernelConfig]:
+    """Session 22's groups: the narrow and swapped tiles with two blocks an SM (``min_blocks = 2``, no
+    setmaxnreg). One block of the 6-stage 128x32 kernel left the H200's DRAM 26% busy on 2680x28x10796
+    (Nsight Compute: 1 block an SM by registers, 2.55 waves); two 4-stage blocks ran it in 69.0 us instead
+    of 79.5, and 60.3 us with split-K 12 (one wave of 252 blocks). BM 128 (BN 32, 4 stages; BN 48, 3)
+    or 64 (BN 32 or 64, 4 stages), split-K 1..16 by atomics."""
+    tiles = [dict(BM=128, BN=32, stages=4), dict(BM=128, BN=48, stages=3), dict(BM=64, BN=32, stages=4),
+             dict(BM=64, BN=64, stages=4)]
+    out = []
+    for layout in LAYOUTS:
+        for t in tiles:
+            for split in (1, 2, 4, 8, 12, 16):
+                out.append(base.replace(layout=layout, WN=t["BN"], split_k=split, swap=swap, min_blocks=2, **t))
+    return valid(out, gpu)
+
+
 def valid(configs: list[KernelConfig], gpu: str) -> list[KernelConfig]:
     """``configs`` the rules accept on ``gpu``, each name once, in order."""
     return list({c.name: c for c in configs if not explain(c, gpu)}.values())
@@ -97,10 +117,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
     ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
-    ap.add_argument("--set", dest="group", choices=("first", "shallow", "narrow", "swapped"), default="first",
+    ap.add_argument("--set", dest="group", choices=("first", "shallow", "narrow", "swapped", "narrow-o2", "swapped-o2"), default="first",
                     help="first: the timing set of session 20 (default); shallow: 64-row tiles and persistent "
                          "grids for shallow K and few tiles; narrow: 32-column tiles for few columns; swapped: "
-                         "C^T computed, for few rows")
+                         "C^T computed, for few rows; narrow-o2, swapped-o2: those with two blocks an SM")
     args = ap.parse_args(argv)
     configs = candidates(args.gpu, args.group)
     path = write(configs, args.gpu, args.out)

@@ -30,6 +30,10 @@ CONFIGS = {
     "128x64-s2-p16-sw": WS.replace(BN=64, WN=64, stages=2, persistent=16, swap=True),
     # a swapped staging tile (2 x 32 x 68 floats) smaller than BM x C_LD: the mbarriers follow it
     "128x32-s2-p16-sw": WS.replace(BN=32, WN=32, stages=2, persistent=16, swap=True),
+    # two blocks an SM (min_blocks = 2): no setmaxnreg, 80 registers a thread
+    "128x32-s4-k4a-o2": WS.replace(BN=32, WN=32, stages=4, split_k=4, min_blocks=2),
+    "128x48-s3-o2-sw": WS.replace(BN=48, WN=48, stages=3, min_blocks=2, swap=True),
+    "64x64-s4-k3w-o2": WS.replace(BM=64, BN=64, WN=64, stages=4, split_k=3, reduce="workspace", min_blocks=2),
 }
 # Ragged in every dimension, K below one stage and not a multiple of 4, one row or column, deep K.
 SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050",

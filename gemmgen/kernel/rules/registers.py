@@ -66,14 +66,21 @@ def tma_partials(c: KernelConfig) -> bool:
     return c.family == "tf32x3" or (c.family in HALF and c.partials)
 
 
-def tma_registers(consumers: int, async_copy: bool = False) -> tuple[int, int]:
-    """Registers per thread of the producer and of each consumer warpgroup after setmaxnreg: all of
-    the SM's 64K for one block, in multiples of 8, a consumer at most 240. A cp.async producer
-    (``async_copy``) computes every copy's addresses: under 72 registers ptxas spilled its loop.
+def tma_registers(consumers: int, async_copy: bool = False, min_blocks: int = 1) -> tuple[int, int]:
+    """Registers per thread of the producer and of each consumer warpgroup: with one block per SM, after
+    setmaxnreg, all of the SM's 64K for the block, in multiples of 8, a consumer at most 240 (a
+    cp.async producer (``async_copy``) computes every copy's addresses: under 72 registers ptxas
+    spilled its loop); with ``min_blocks`` > 1 blocks sharing an SM, no setmaxnreg: every thread keeps
+    the share ``__launch_bounds__`` gives it.
 
     >>> tma_registers(1), tma_registers(2), tma_registers(3), tma_registers(2, True)
     ((40, 240), (40, 232), (24, 160), (72, 216))
+    >>> tma_registers(2, True, min_blocks=2), tma_registers(1, True, min_blocks=2)
+    ((80, 80), (128, 128))
     """
+    if min_blocks > 1:
+        share = 65536 // (128 * (consumers + 1) * min_blocks) // 8 * 8
+        return share, share
     producer = 72 if async_copy else 40 if consumers <= 2 else 24
     return producer, min(240, (512 - producer) // consumers // 8 * 8)
 

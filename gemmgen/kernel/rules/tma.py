@@ -32,8 +32,9 @@ RULES = RuleSet()
 FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
 # Parameters of the cp.async kernels that a TMA kernel has not: the copy engine moves whole boxes.
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave",
-          "pad_a", "pad_b", "min_blocks")
+          "pad_a", "pad_b")
 MAX_CONSUMERS = 3
+MAX_BLOCKS = 2   # blocks of a warp-specialized kernel per SM (min_blocks): at 3, 56 registers a thread spill
 
 
 def _tma(name):
@@ -112,25 +113,46 @@ def _swap(c, d):
 _tma("TMA_SHARED_MEMORY")(shared_memory)
 
 
+@_tma("TMA_OCCUPANCY")
+def _occupancy(c, d):
+    if c.min_blocks == 1:
+        return None
+    out = []
+    if not 1 <= c.min_blocks <= MAX_BLOCKS:
+        out.append(f"min_blocks = {c.min_blocks}: 1 to {MAX_BLOCKS} blocks of a warp-specialized kernel share an SM")
+    if c.min_blocks * (c.smem_bytes + 1024) > d.smem_per_sm:
+        out.append(f"min_blocks = {c.min_blocks} blocks x {c.smem_bytes} bytes of shared memory (and 1 KB each the "
+                   f"driver keeps) exceed the {d.smem_per_sm} bytes of an SM: fewer stages")
+    if c.min_blocks * c.threads > d.max_threads_per_sm:
+        out.append(f"min_blocks = {c.min_blocks} x {c.threads} threads exceed {d.max_threads_per_sm} per SM")
+    if c.async_copy and 0 < tma_registers(c.BM // max(c.WM, 1), True, c.min_blocks)[0] < 72:
+        out.append(f"min_blocks = {c.min_blocks} leaves the cp.async producer under the 72 registers its copy "
+                   "loop needs")
+    return "; ".join(out) or None
+
+
 @_tma("TMA_REGISTERS")
 def _registers(c, d):
     if c.mma != "wgmma" or c.WM not in (64, 128) or not c.BM // c.WM:
         return None
     consumers = c.BM // c.WM
     need = c.accumulators * (2 if tma_partials(c) else 1) + 24
-    have = tma_registers(consumers, c.async_copy)[1]
-    # ptxas compiles under __launch_bounds__'s cap (64K registers over the block's threads), not the
-    # consumers' setmaxnreg share: one wgmma's BN/2 accumulators and its operands must fit under it.
-    cap = 65536 // c.threads // 8 * 8
+    have = tma_registers(consumers, c.async_copy, c.min_blocks)[1]
+    # ptxas compiles under __launch_bounds__'s cap (64K registers over the block's threads and its
+    # min_blocks), not the consumers' setmaxnreg share: one wgmma's BN/2 accumulators and its operands
+    # must fit under it.
+    cap = 65536 // (c.threads * c.min_blocks) // 8 * 8
     out = []
     if need > have:
+        share = f"{c.min_blocks} blocks an SM" if c.min_blocks > 1 else f"{consumers} consumer warpgroups"
         out.append(f"about {need} registers per consumer thread ({c.accumulators} accumulators"
-                   f"{' twice (sum and stage partial)' if tma_partials(c) else ''}); {consumers} consumer warpgroups "
-                   f"get {have} each")
+                   f"{' twice (sum and stage partial)' if tma_partials(c) else ''}); with {share} a "
+                   f"consumer thread gets {have}")
     if c.BN // 2 + 26 > cap:
         out.append(f"one wgmma of N = {c.BN} needs about {c.BN // 2 + 26} registers; ptxas compiles "
                    f"{c.threads} threads under a cap of {cap}")
     if out:
         fix = ", or partials = false" if c.partials and c.family == "wmma" else ""
+        fix += ", or min_blocks = 1" if c.min_blocks > 1 else ""
         return "; ".join(out) + f". Use a smaller BN or fewer consumers{fix}"
     return None
