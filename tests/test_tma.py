@@ -332,6 +332,9 @@ def test_two_narrow_blocks_share_an_sm_without_setmaxnreg():
     assert "setmaxnreg_inc<216>();" in one and "setmaxnreg_dec<72>();" in one
     assert "setmaxnreg_inc<" not in shared.split("// ---- consumers")[1] and "setmaxnreg_dec<72>" not in shared
     assert "__launch_bounds__(THREADS, 2)" in shared and "keeps the 80 registers" in shared
+    from gemmgen.cli.describe import features
+    assert "2 blocks an SM, each thread keeping" in " ".join(features(two))
+    assert "with setmaxnreg" in " ".join(features(WS_NARROW))
 
 
 @pytest.mark.parametrize("change, rule, text", [

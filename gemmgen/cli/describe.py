@@ -89,7 +89,9 @@ def _ws_tiling(c: KernelConfig) -> str:
     return (f"warp-specialized: each block computes a {c.BM}x{c.BN} tile of C with one producer warpgroup and "
             f"{consumers} consumer warpgroup{'s' if consumers > 1 else ''} ({c.threads} threads); each consumer "
             f"owns {c.WM} rows by all {c.BN} columns, {c.WM // 64} wgmma.m64n{c.BN}k{32 // c.elem_bytes} per step "
-            f"({c.accumulators} fp32 accumulators per thread), registers moved to the consumers with setmaxnreg"
+            f"({c.accumulators} fp32 accumulators per thread), "
+            + ("registers moved to the consumers with setmaxnreg" if c.min_blocks == 1 else
+               f"{c.min_blocks} blocks an SM, each thread keeping the registers __launch_bounds__ gives it")
             + (f"; a persistent grid of {c.persistent} blocks walks the tiles" if c.persistent else ""))
 
 
