@@ -330,17 +330,27 @@ def test_two_narrow_blocks_share_an_sm_without_setmaxnreg():
     assert _rules(two) == [] and two.name.endswith("_o2_wg_ws")
     one, shared = render(WS_NARROW, "sm_90").code, render(two, "sm_90").code
     assert "setmaxnreg_inc<216>();" in one and "setmaxnreg_dec<72>();" in one
-    assert "setmaxnreg_inc<" not in shared.split("// ---- consumers")[1] and "setmaxnreg_dec<72>" not in shared
+    kernel = shared.split("__launch_bounds__(THREADS, 2)")[1]
+    assert not re.search(r"setmaxnreg_(inc|dec)<\d+>\(\);", kernel)   # no call in the kernel (the helpers stay)
     assert "__launch_bounds__(THREADS, 2)" in shared and "keeps the 80 registers" in shared
     from gemmgen.cli.describe import features
     assert "2 blocks an SM, each thread keeping" in " ".join(features(two))
     assert "with setmaxnreg" in " ".join(features(WS_NARROW))
 
 
+def test_two_blocks_accept_the_timed_tiles():
+    """The tiles timed with two blocks an SM stay valid: 128x32 and 64x64 fit the cap, 128x48 spills
+    ~100 bytes under it and still ran fastest on some few-row and few-column shapes (session 22)."""
+    for change in (dict(), dict(BN=48, WN=48, stages=3), dict(BM=64, BN=64, WN=64), dict(BM=64)):
+        assert _rules(WS_NARROW.replace(min_blocks=2, **change)) == [], change
+
+
 @pytest.mark.parametrize("change, rule, text", [
     (dict(stages=6), "TMA_OCCUPANCY", "2 blocks x 147600 bytes"),
-    (dict(BN=64, WN=64, stages=3), "TMA_REGISTERS", "about 88 registers per consumer thread"),
-    (dict(BM=192, stages=3), "TMA_OCCUPANCY", "under the 72 registers"),
+    (dict(BN=64, WN=64, stages=3), "TMA_REGISTERS", "about 112 registers per consumer thread"),
+    (dict(BM=192, stages=3), "TMA_OCCUPANCY", "leaves 64 registers a thread, under the 72"),
+    (dict(BN=56, WN=56, stages=3), "TMA_REGISTERS", "about 104 registers per consumer thread"),   # spilled 224 bytes
+    (dict(BM=64, BN=96, WN=96, stages=3), "TMA_REGISTERS", "about 152 registers per consumer thread"),   # 196
 ])
 def test_two_blocks_must_fit_an_sm(change, rule, text):
     found = [(n, r) for n, r in _explain(WS_NARROW.replace(min_blocks=2, **change)) if n == rule]

@@ -54,26 +54,30 @@ def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
 def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int) -> dict[str, set[str]]:
     """Shape key -> the names (in the shape's layout) of the ``k`` kernels of each accuracy class among
     ``configs`` that the dispatch, fitted to ``results``' timings, predicts fastest there, plus every
-    kernel it has no timings for (nothing to predict from). Timing only these spends the GPU where a
-    pick can change."""
+    kernel it has no time model for (untimed, or timed only where its split-K slices go empty): nothing
+    to predict from. Timing only these spends the GPU where a pick can change."""
+    from ..kernel.rules import explain
     from ..runtime.dispatch import candidates, fit_all, layout_factors
     from ..runtime.predict import aligned_for
 
     families = {c.family for c in configs}
-    unranked = [c for c in configs if c.name not in results.timings.kernels]
-    classes = []
+    classes, fitted = [], set()
     for precision in sorted({c.precision for c in configs}):
         fits = fit_all([t for t in results.timings.of_precision(precision) if t.config.family in families], device)
+        fitted |= {f.config.name for f in fits}
         classes.append((fits, layout_factors(fits), {}))
+    names = {}
+    for lay in {s.layout for s in shapes}:   # the names timing_batches keeps in this layout (replace is slow)
+        pairs = [(c.replace(layout=lay, label=""), c) for c in configs]
+        pairs = [(m, c) for m, c in pairs if not explain(m, device)]
+        names[lay] = ({m.name for m, _ in pairs}, {m.name for m, c in pairs if c.name not in fitted})
     out: dict[str, set[str]] = {}
-    names = {lay: ({c.replace(layout=lay, label="").name for c in configs},
-                   {c.replace(layout=lay, label="").name for c in unranked}) for lay in {s.layout for s in shapes}}
     for s in shapes:
         mine, keep = names[s.layout][0], set(names[s.layout][1])
         for fits, factors, per_layout in classes:
             if s.layout not in per_layout:
                 per_layout[s.layout] = candidates(fits, s.layout, device, factors=factors)
-            ranked = sorted((f.predict(s, aligned_for(f.config, s)), f.config.replace(label="").name)
+            ranked = sorted((f.predict(s, aligned_for(f.config, s)), f.config.name)
                             for f in per_layout[s.layout] if f.config.accepts(s.M, s.N, s.K) is None)
             keep |= set([n for _, n in ranked if n in mine][:k])
         out[s.key] = keep

@@ -34,6 +34,8 @@ FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF3
 UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coalesced", "interleave",
           "pad_a", "pad_b")
 MAX_CONSUMERS = 3
+SHARED_OVERHEAD = 48   # registers a thread besides the sums when min_blocks > 1 (see TMA_REGISTERS)
+SPILL_ALLOWANCE = 16   # registers over the shared cap accepted (a spill of ~100 bytes, measured fast)
 MAX_BLOCKS = 2   # blocks of a warp-specialized kernel per SM (min_blocks): 3, at 56 registers a thread, ran 35-48% slower
 
 
@@ -125,9 +127,11 @@ def _occupancy(c, d):
                    f"driver keeps) exceed the {d.smem_per_sm} bytes of an SM: fewer stages")
     if c.min_blocks * c.threads > d.max_threads_per_sm:
         out.append(f"min_blocks = {c.min_blocks} x {c.threads} threads exceed {d.max_threads_per_sm} per SM")
-    if c.async_copy and 0 < tma_registers(c.BM // max(c.WM, 1), True, c.min_blocks)[0] < 72:
-        out.append(f"min_blocks = {c.min_blocks} leaves the cp.async producer under the 72 registers its copy "
-                   "loop needs")
+    share = tma_registers(c.BM // max(c.WM, 1), True, c.min_blocks)[0]
+    if c.async_copy and 0 < share < 72:
+        out.append(f"min_blocks = {c.min_blocks} leaves {share} registers a thread, under the 72 the cp.async "
+                   f"producer's copy loop needs: BM = {c.BM} has {c.BM // max(c.WM, 1)} consumers; use BM <= 128 "
+                   "or min_blocks = 1")
     return "; ".join(out) or None
 
 
@@ -136,14 +140,23 @@ def _registers(c, d):
     if c.mma != "wgmma" or c.WM not in (64, 128) or not c.BM // c.WM:
         return None
     consumers = c.BM // c.WM
-    need = c.accumulators * (2 if tma_partials(c) else 1) + 24
+    # Besides the sums (and partials), one block an SM keeps ~24 registers a consumer. Two blocks compile
+    # the whole kernel (producer and epilogue too) under one cap: ptxas (sm_90a) used 41-48 more with two
+    # consumers, ~53 with one (128x32 in 75-80 registers, 64x64 in 117). Up to SPILL_ALLOWANCE over the
+    # cap it spills ~100 bytes at most (128x40: 12-36, 128x48: 96-104), and the 128x48 kernels, timed,
+    # were the fastest on some few-row and few-column shapes; further over (128x56, 64x96: ~200) is refused.
+    sums = c.accumulators * (2 if tma_partials(c) else 1)
+    if c.min_blocks == 1:
+        need, allowance = sums + 24, 0
+    else:
+        need, allowance = sums + SHARED_OVERHEAD + (8 if consumers == 1 else 0), SPILL_ALLOWANCE
     have = tma_registers(consumers, c.async_copy, c.min_blocks)[1]
     # ptxas compiles under __launch_bounds__'s cap (64K registers over the block's threads and its
     # min_blocks), not the consumers' setmaxnreg share: one wgmma's BN/2 accumulators and its operands
     # must fit under it.
     cap = 65536 // (c.threads * c.min_blocks) // 8 * 8
     out = []
-    if need > have:
+    if need > have + allowance:
         share = f"{c.min_blocks} blocks an SM" if c.min_blocks > 1 else f"{consumers} consumer warpgroups"
         out.append(f"about {need} registers per consumer thread ({c.accumulators} accumulators"
                    f"{' twice (sum and stage partial)' if tma_partials(c) else ''}); with {share} a "
