@@ -56,30 +56,28 @@ def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int
     ``configs`` that the dispatch, fitted to ``results``' timings, predicts fastest there, plus every
     kernel it has no time model for (untimed, or timed only where its split-K slices go empty): nothing
     to predict from. Timing only these spends the GPU where a pick can change."""
-    from ..kernel.rules import explain
     from ..runtime.dispatch import candidates, fit_all, layout_factors
     from ..runtime.predict import aligned_for
+    from ..tune.warm import in_layout
 
     families = {c.family for c in configs}
-    classes, fitted = [], set()
-    for precision in sorted({c.precision for c in configs}):
-        fits = fit_all([t for t in results.timings.of_precision(precision) if t.config.family in families], device)
-        fitted |= {f.config.name for f in fits}
-        classes.append((fits, layout_factors(fits), {}))
-    names = {}
-    for lay in {s.layout for s in shapes}:   # the names timing_batches keeps in this layout (replace is slow)
-        pairs = [(c.replace(layout=lay, label=""), c) for c in configs]
-        pairs = [(m, c) for m, c in pairs if not explain(m, device)]
-        names[lay] = ({m.name for m, _ in pairs}, {m.name for m, c in pairs if c.name not in fitted})
+    classes = [fit_all([t for t in results.timings.of_precision(p) if t.config.family in families], device)
+               for p in sorted({c.precision for c in configs})]
+    fitted = {f.config.name for fits in classes for f in fits}
+    unranked = [c for c in configs if c.name not in fitted]
+    layouts = {s.layout for s in shapes}
+    mine = {lay: {c.name for c in in_layout(configs, lay, device)} for lay in layouts}   # what timing_batches keeps
+    always = {lay: {c.name for c in in_layout(unranked, lay, device)} for lay in layouts}
+    factors = [layout_factors(fits) for fits in classes]
+    competing = {lay: [candidates(fits, lay, device, factors=f) for fits, f in zip(classes, factors)]
+                 for lay in layouts}
     out: dict[str, set[str]] = {}
     for s in shapes:
-        mine, keep = names[s.layout][0], set(names[s.layout][1])
-        for fits, factors, per_layout in classes:
-            if s.layout not in per_layout:
-                per_layout[s.layout] = candidates(fits, s.layout, device, factors=factors)
+        keep = set(always[s.layout])
+        for fits in competing[s.layout]:
             ranked = sorted((f.predict(s, aligned_for(f.config, s)), f.config.name)
-                            for f in per_layout[s.layout] if f.config.accepts(s.M, s.N, s.K) is None)
-            keep |= set([n for _, n in ranked if n in mine][:k])
+                            for f in fits if f.config.accepts(s.M, s.N, s.K) is None)
+            keep |= set([n for _, n in ranked if n in mine[s.layout]][:k])
         out[s.key] = keep
     return out
 

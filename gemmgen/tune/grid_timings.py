@@ -28,7 +28,7 @@ from ..base.outcome import Failure, Measurement
 from ..base.shape import Shape
 from ..kernel.config import KernelConfig
 from .plan import Prepare, Retime
-from ..kernel.rules import explain
+from .warm import in_layout
 
 BATCH = 12   # kernels timed together on one shape: one problem and one cuBLAS run per round
 
@@ -50,17 +50,14 @@ def timing_batches(configs: Iterable[KernelConfig], shapes: Sequence[Shape], dev
     layout) keeps just those names on the shapes it holds."""
     configs = list({c.name: c for c in configs}.values())
     batches = []
-    in_layout: dict[str, list[KernelConfig]] = {}   # the configs moved to each layout (replace is slow)
+    moved = {lay: in_layout(configs, lay, device) for lay in {s.layout for s in shapes}}   # warm.transfer, per layout
     for shape in sorted(shapes, key=lambda s: -s.flops):
+        wanted = only.get(shape.key) if only is not None else None
         here: dict[str, KernelConfig] = {}
-        if shape.layout not in in_layout:   # as warm.transfer, its rules checked once per layout
-            moved = (c.replace(layout=shape.layout, label="") for c in configs)
-            in_layout[shape.layout] = [c for c in moved if not explain(c, device)]
-        for config in in_layout[shape.layout]:
-            moved = config if config.accepts(shape.M, shape.N, shape.K) is None else None
-            keep = only is None or shape.key not in only or moved is None or moved.name in only[shape.key]
-            if moved is not None and keep and (moved.name, shape.key) not in skip:
-                here.setdefault(moved.name, moved)
+        for config in moved[shape.layout]:
+            if (config.accepts(shape.M, shape.N, shape.K) is None and (config.name, shape.key) not in skip
+                    and (wanted is None or config.name in wanted)):
+                here.setdefault(config.name, config)
         todo = list(here.values())
         batches += [Batch(shape, tuple(todo[i:i + size])) for i in range(0, len(todo), size)]
     return batches

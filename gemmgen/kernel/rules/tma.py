@@ -128,7 +128,7 @@ def _occupancy(c, d):
     if c.min_blocks * c.threads > d.max_threads_per_sm:
         out.append(f"min_blocks = {c.min_blocks} x {c.threads} threads exceed {d.max_threads_per_sm} per SM")
     share = tma_registers(c.BM // max(c.WM, 1), True, c.min_blocks)[0]
-    if c.async_copy and 0 < share < 72:
+    if c.async_copy and share < 72:
         out.append(f"min_blocks = {c.min_blocks} leaves {share} registers a thread, under the 72 the cp.async "
                    f"producer's copy loop needs: BM = {c.BM} has {c.BM // max(c.WM, 1)} consumers; use BM <= 128 "
                    "or min_blocks = 1")
