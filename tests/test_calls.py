@@ -26,7 +26,7 @@ def _prepared(out_span=(0, 4 * 64 * 32)):
 def test_a_call_launches_the_kernel_with_its_pointers_scalars_and_stream():
     call, launched = _prepared()
     call(0x1000, 0x9000, 0x20000, 0.5, 2.0, types.SimpleNamespace(ptr=77))
-    assert launched == [((64, 32, 16, 16, 16, 32), (0x1000, 0x9000, 0x20000, 0.5, 2.0, 77, 0))]
+    assert launched == [((64, 32, 16, 16, 16, 32), (0x1000, 0x9000, 0x20000, 0.5, 2.0, 77, 0, False))]
 
 
 @pytest.mark.parametrize("pc,which", [
@@ -54,7 +54,7 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     from gemmgen.measure import launch as launch_module
 
     cfg = preset("v6").replace(split_k=3, reduce="workspace")
-    kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False)
+    kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False, waits=False)
     plain = []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     ln = launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200)
@@ -70,3 +70,67 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     assert len(refused) == 1 and ln.reduce_after is None
     assert plain == [11, 33, 11, 33]   # main, reduce; main, reduce
     assert ln.reduce.params.W == 0x4000 and ln.main.params.W == 0x4000
+
+
+def _waiting_launch(monkeypatch, cfg):
+    """A Launch of a kernel that waits for the grid ahead of it (a wgmma kernel on sm_90): plain launches
+    and programmatic ones recorded by function."""
+    from gemmgen.measure import launch as launch_module
+
+    kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=22 if cfg.split_atomic else 0, _reduce=0,
+                                   dependent=False, waits=True)
+    plain, early = [], []
+    monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
+    monkeypatch.setattr(launch_module, "Dependent", lambda grid, block, smem: lambda fn, stream, argv: early.append(fn))
+    return launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200), plain, early
+
+
+def test_a_waiting_kernel_starts_early_only_behind_copies_or_its_scale(monkeypatch):
+    """The main kernel goes out as a programmatic dependent where the kernel just ahead of it wrote its
+    inputs (matmul's copies: behind=True; an atomic split's scale kernel), and plainly otherwise: the
+    kernel ahead of an unsplit call without copies is someone else's, which it must not overtake."""
+    from gemmgen.kernel.presets import preset
+    from gemmgen.measure import launch as launch_module
+
+    ln, plain, early = _waiting_launch(monkeypatch, preset("tf32x3-wgmma"))
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
+    assert plain == [11] and early == [11]
+    monkeypatch.setattr(launch_module, "AFTER_COPIES", False)
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
+    assert plain == [11, 11] and early == [11]
+
+    ln, plain, early = _waiting_launch(monkeypatch, preset("tf32x3-wgmma").replace(split_k=4))
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
+    assert plain == [22] and early == [11]            # the scale plainly, the main kernel behind it
+    monkeypatch.setattr(launch_module, "AFTER_SCALE", False)
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
+    assert plain == [22, 22, 11] and early == [11]
+
+
+def test_a_refused_early_main_kernel_is_launched_plainly_from_then_on(monkeypatch):
+    from gemmgen.kernel.presets import preset
+
+    ln, plain, _ = _waiting_launch(monkeypatch, preset("tf32x3-wgmma"))
+    refused = []
+
+    def refuse(*args):
+        refused.append(args)
+        raise RuntimeError("cuLaunchKernelEx failed with CUresult 1")
+
+    ln.main_after = refuse
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
+    assert len(refused) == 1 and ln.main_after is None and plain == [11, 11]
+
+
+def test_a_call_with_copies_says_its_kernel_runs_behind_them(monkeypatch):
+    call, launched = _prepared()
+    copied = []
+    call.copies = [(1, lambda src, dst, stream: copied.append((src, dst, stream)), 0)]
+    call.floats = 32 * 16
+    monkeypatch.setattr(calls, "staging_buffer", lambda floats, stream: types.SimpleNamespace(
+        data=types.SimpleNamespace(ptr=0x50000)))
+    call(0x1000, 0x9000, 0x20000, 1.0, 0.0, types.SimpleNamespace(ptr=77))
+    assert copied == [(0x9000, 0x50000, 77)]
+    assert launched == [((64, 32, 16, 16, 16, 32), (0x1000, 0x50000, 0x20000, 1.0, 0.0, 77, 0x50000 + 4 * 32 * 16, True))]

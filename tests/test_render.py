@@ -79,14 +79,26 @@ def test_split_k_sources_name_their_helper_kernels():
 @pytest.mark.parametrize("cfg", [preset("v12"), preset("tf32x3-wgmma").replace(split_k=4), preset("tf32x3-tma").replace(split_k=2)])
 def test_split_k_reduce_waits_for_the_main_kernel_on_hopper(cfg):
     """The workspace reduce may start early on sm_90 (gemmgen.measure.pdl): it waits before it reads the
-    slices' partials; below sm_90 the instruction is compiled out. Atomic split-K and unsplit kernels
-    launch as before and carry no griddepcontrol."""
+    slices' partials; below sm_90 the instruction is compiled out. The Hopper GEMM kernels (wgmma) wait
+    too, before they touch A, B or C (they start early behind matmul's copies or the scale kernel);
+    the others carry no griddepcontrol outside the reduce."""
     ws = cfg.replace(reduce="workspace")
     code = render(ws, "sm_90").code
     body = code[code.index(f"{ws.name}_reduce("):]
     assert body.index("#if __CUDA_ARCH__ >= 900") < body.index("griddepcontrol.wait") < body.index("sum +=")
-    assert "griddepcontrol" not in render(cfg, "sm_90").code                     # atomic split-K
-    assert "griddepcontrol" not in render(cfg.replace(split_k=1), "sm_90").code
+    for c in (cfg, cfg.replace(split_k=1)):                                     # atomic split-K, unsplit
+        code = render(c, "sm_90").code
+        if c.mma != "wgmma":
+            assert "griddepcontrol" not in code
+            continue
+        main = code[code.index(f"void __launch_bounds__"):]
+        main = main[main.index(f"{c.name}("):]
+        assert code.count("griddepcontrol.wait") == 1
+        wait = main.index("griddepcontrol.wait")
+        assert main.index("#if __CUDA_ARCH__ >= 900") < wait
+        for first_touch in ("cp_async", "tma_load", "atomicAdd", "C[", "*p ="):
+            if first_touch in main:
+                assert wait < main.index(first_touch), first_touch
 
 
 def test_harness_is_appended_only_when_asked():

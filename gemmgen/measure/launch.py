@@ -17,6 +17,13 @@ from .pdl import Dependent, supported
 from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
+# Hopper GEMM kernels (mma = wgmma) begin with griddepcontrol.wait, so they may be launched as the
+# programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
+# finishes instead of after. AFTER_COPIES: behind matmul's operand copies (runtime.calls.Prepared);
+# AFTER_SCALE: behind an atomic split's scale kernel (which never triggers early: session 17 lost up to
+# 24% where it triggered at its start). Module constants, so that an A/B can flip them per call.
+AFTER_COPIES = True
+AFTER_SCALE = True
 MAX_PREPARED = 4096   # prepared launches kept per kernel and thread; then they start again
 
 
@@ -85,6 +92,8 @@ class LoadedKernel:
         self._local = threading.local()
         # the workspace reduce as the main kernel's programmatic dependent (Hopper, see .pdl)
         self.dependent = config.split_workspace and supported(binary.arch)
+        # the main kernel waits for the grid ahead of it (templates/common.cuh.j2 wait_for_inputs)
+        self.waits = config.mma == "wgmma" and supported(binary.arch)
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
             # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
@@ -185,7 +194,7 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after")
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
@@ -209,10 +218,15 @@ class Launch:
         self._last = None   # the (A, B) whose tensor maps the main buffer holds
         # the reduce kernel starts early, waiting in the kernel for the slices' partials (.pdl)
         self.reduce_after = Dependent(self.egrid, (256, 1, 1), 0) if kernel.dependent and self.reduce is not None else None
+        # the main kernel starts early behind the copies or the scale, waiting in the kernel for them
+        self.main_after = Dependent(self.grid, self.block, self.smem) if kernel.waits else None
 
-    def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0) -> None:
+    def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0,
+                 behind: bool = False) -> None:
         """Enqueue C = alpha * A@B + beta * C on the raw stream ``stream``; ``workspace``: a pointer to
-        the split-K workspace (:meth:`LoadedKernel.workspace_floats`) where the kernel reduces through one."""
+        the split-K workspace (:meth:`LoadedKernel.workspace_floats`) where the kernel reduces through one;
+        ``behind``: the kernel just enqueued on the stream wrote A or B (matmul's copies), so a kernel that
+        waits for it in the kernel may start early."""
         launch = launch_kernel
         if self.scale is not None:
             q = self.scale.params
@@ -225,7 +239,14 @@ class Launch:
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
         if self.reduce is not None:   # the slices' partials go to the workspace
             p.W = workspace
-        launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
+        if self.main_after is not None and ((behind and AFTER_COPIES) or (self.scale is not None and AFTER_SCALE)):
+            try:
+                self.main_after(self.fn, stream, self.main.argv_ptr)
+            except RuntimeError:   # the driver refused the attribute: launched plainly from now on
+                self.main_after = None
+                launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
+        else:
+            launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
             q = self.reduce.params
             q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace

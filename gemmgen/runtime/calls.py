@@ -93,4 +93,4 @@ class Prepared:
                     copy(pb, dst, sp)
                     pb = dst
             work = base + 4 * self.floats
-        self.launch(pa, pb, pc, alpha, beta, sp, work)
+        self.launch(pa, pb, pc, alpha, beta, sp, work, bool(self.copies))

@@ -130,3 +130,37 @@ def test_shipped_results_serve_large_nn_through_the_tma_kernel(session):
     B = rng.uniform(-1, 1, (4096, 4096), dtype=cp.float32)
     ref = A.astype(cp.float64) @ B.astype(cp.float64)
     assert rel_error(gemmgen.matmul(A, B), ref) <= 2e-6
+
+
+@pytest.mark.parametrize("cfg,layout", [
+    (preset("tf32x3-tma"), "TN"),                                   # both operands copied, TMA kernel
+    (preset("tf32x3-ws").replace(layout="NT"), "NN"),                # B copied, cp.async ws kernel
+    (preset("tf32x3-wgmma").replace(split_k=3), "NN"),              # no copies: behind the scale kernel
+])
+def test_a_kernel_started_early_reads_what_the_kernel_ahead_wrote(hopper, monkeypatch, cfg, layout):
+    """On Hopper the GEMM kernel goes out as the programmatic dependent of matmul's copies (or of an
+    atomic split's scale kernel) and waits in the kernel for them: each call, on fresh operands and a C
+    poisoned with NaN, gives the float64 product, so no block read a copy or C before it was written."""
+    import cupy as cp
+
+    from gemmgen.measure import launch
+
+    monkeypatch.setattr(launch, "AFTER_COPIES", True)
+    monkeypatch.setattr(launch, "AFTER_SCALE", True)
+    lib = KernelLibrary(hopper.spec, {}, hopper.device_id)
+    kernel = lib.kernel(cfg)
+    flip_a, flip_b = layout[0] != cfg.layout[0], layout[1] != cfg.layout[1]
+    monkeypatch.setattr(lib, "plan_for", lambda *args, **kw: (kernel, flip_a, flip_b))
+    monkeypatch.setattr(matmul_module, "library_for", lambda dev, strict: lib)
+    rng = cp.random.default_rng(5)
+    M, N, K = 2999, 1537, 2050
+    for _ in range(4):
+        a = rng.uniform(-1, 1, (M, K), dtype=cp.float32)
+        b = rng.uniform(-1, 1, (K, N), dtype=cp.float32)
+        A = a if layout[0] == "N" else cp.asfortranarray(a)
+        B = b if layout[1] == "N" else cp.asfortranarray(b)
+        C = cp.full((M, N), cp.nan, dtype=cp.float32)
+        out = matmul_module.matmul(A, B, out=C)
+        assert rel_error(out, a.astype(cp.float64) @ b.astype(cp.float64)) <= 2e-6
+    launches = list(kernel.loaded._local.launches.values())   # this thread's prepared launches of the kernel
+    assert kernel.loaded.waits and launches and all(ln.main_after is not None for ln in launches)   # never refused
