@@ -127,7 +127,7 @@ def test_a_refused_early_main_kernel_is_launched_plainly_from_then_on(monkeypatc
 def test_a_call_with_copies_says_its_kernel_runs_behind_them(monkeypatch):
     call, launched = _prepared()
     copied = []
-    call.copies = [(1, lambda src, dst, stream: copied.append((src, dst, stream)), 0)]
+    call.copies = lambda pa, pb, base, stream: (copied.append((pb, base, stream)), (pa, base))[1]
     call.floats = 32 * 16
     monkeypatch.setattr(calls, "staging_buffer", lambda floats, stream: types.SimpleNamespace(
         data=types.SimpleNamespace(ptr=0x50000)))

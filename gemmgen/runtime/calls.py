@@ -84,13 +84,7 @@ class Prepared:
         if self.copies or self.work:
             buf = staging_buffer(self.floats + self.work, stream)   # held until the kernels are enqueued
             base = buf.data.ptr
-            for i, copy, offset in self.copies:
-                dst = base + 4 * offset
-                if i == 0:
-                    copy(pa, dst, sp)
-                    pa = dst
-                else:
-                    copy(pb, dst, sp)
-                    pb = dst
+            if self.copies:
+                pa, pb = self.copies(pa, pb, base, sp)
             work = base + 4 * self.floats
         self.launch(pa, pb, pc, alpha, beta, sp, work, bool(self.copies))

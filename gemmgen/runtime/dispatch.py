@@ -50,6 +50,7 @@ SPLIT_COPY_SHARE = 0.3  # ... or, into a split one, at most this share (the skin
                      # 1.30x, 0.3 -> 0.8: 26 plans 1.058x -> 1.048x; session 16),
 MIN_STAGE_K = 16     # ... and feed at least half a 32-deep K step (the persistent TMA kernels overlap one
                      # tile's stores with the next one's loads, so shallow K pays: 4687x9902x35 NN 0.69x -> 0.95x)
+PAIR_LAUNCHES = 1   # launches of copies of both operands (one: runtime.transpose.CopyPair; two before session 23)
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 
 
@@ -233,10 +234,20 @@ def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: 
 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:
-    """Copies of A and B into rows of lda2 / ldb2 elements: read and written once, one launch each."""
+    """Copies of A and B into rows of lda2 / ldb2 elements: read and written once, one launch for both
+    (runtime.transpose.CopyPair)."""
     a_rows = want.M if want.layout[0] == "N" else want.K
     b_rows = want.K if want.layout[1] == "N" else want.N
-    return copy_time(pack_a * a_rows * lda2 + pack_b * b_rows * ldb2, pack_a + pack_b, bandwidth, elem)
+    return copy_time(pack_a * a_rows * lda2 + pack_b * b_rows * ldb2, copy_launches(pack_a, pack_b), bandwidth, elem)
+
+
+def copy_launches(copy_a: bool, copy_b: bool) -> int:
+    """Launches of the copies of A and/or B: one each, both together PAIR_LAUNCHES.
+
+    >>> copy_launches(False, False), copy_launches(True, False), copy_launches(True, True)
+    (0, 1, 1)
+    """
+    return PAIR_LAUNCHES if copy_a and copy_b else int(copy_a or copy_b)
 
 
 def copy_time(elements: float, launches: int, bandwidth: float, elem: int) -> float:

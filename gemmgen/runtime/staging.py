@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 from ..base.shape import Shape
 from .arrays import aligned_ld
-from .dispatch import LAYOUTS, MIN_PACK_MS, best, copy_time, pack_choice, small_copy_ok
+from .dispatch import LAYOUTS, MIN_PACK_MS, best, copy_launches, copy_time, pack_choice, small_copy_ok
 from .predict import Fitted
 
 MARGIN = 0.05      # a layout change must win by this share: a second copy kernel and its host time
@@ -49,7 +49,7 @@ def copies_ms(M: int, N: int, K: int, layout: str, run: str, copy_a: bool, copy_
     """
     flip_a, flip_b = run[0] != layout[0], run[1] != layout[1]
     elements = copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0)
-    return copy_time(elements, copy_a + copy_b, bandwidth, elem)
+    return copy_time(elements, copy_launches(copy_a, copy_b), bandwidth, elem)
 
 
 def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: int, layout: str, lda: int,

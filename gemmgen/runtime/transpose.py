@@ -9,8 +9,8 @@ Both kernels are launched through cuLaunchKernel with a reused parameter buffer,
 are (:class:`gemmgen.measure.launch.Launch`): CuPy's generic launch path costs ~20 us of host time
 a copy (a strided assignment ~26 us), this a few, and small products are bound by it.
 
-matmul copies float32 operands with prepared :class:`Copy` launches (:func:`pair_copies`; :func:`staged_pair`
-does the same in one call): both copies land in one buffer kept per device, stream and thread
+matmul copies float32 operands with prepared launches (:func:`pair_copies`: a :class:`Copy`, or a
+:class:`CopyPair` for both operands in one launch; :func:`staged_pair` does the same in one call): both copies land in one buffer kept per device, stream and thread
 (:func:`staging_buffer`), so a request repeated with the same shape reuses the same addresses. That matters beyond the allocation: a TMA kernel encodes a tensor map per operand address
 (a driver call, ~15 us each), cached by address, and fresh buffers missed that cache on every call.
 
@@ -32,34 +32,38 @@ from ..measure.launch import ParamBuffer, param_struct
 from .arrays import aligned_ld, packed
 
 SOURCE = r"""
-extern "C" __global__ void gg_transpose(const float* __restrict__ src, int rows, int cols, long long lds,
-                                        float* __restrict__ dst, long long ldd) {
-    __shared__ float tile[32][33];
-    const int c0 = blockIdx.x * 32, tx = threadIdx.x;
-    for (int r0 = blockIdx.y * 32; r0 < rows; r0 += gridDim.y * 32) {   // gridDim.y is capped: stride
-        for (int i = threadIdx.y; i < 32; i += 8) {   // rows r0.. of src, coalesced along the row
-            const int r = r0 + i, c = c0 + tx;
-            if (r < rows && c < cols) tile[i][tx] = src[(long long)r * lds + c];
+// Block (bx, by) of a (gx, gy) grid over one copy: the kernels below run one copy (their own grid) or
+// two in one launch (gg_copy_pair: the blocks of the first, then the second's).
+__device__ __forceinline__ void transpose_tiles(const float* __restrict__ src, int rows, int cols, long long lds,
+                                                float* __restrict__ dst, long long ldd, int bx, int by, int gx,
+                                                int gy, float (*tile)[33]) {
+    const int tx = threadIdx.x;
+    for (int c0 = bx * 32; c0 < cols; c0 += gx * 32) {
+        for (int r0 = by * 32; r0 < rows; r0 += gy * 32) {   // gy is capped: stride
+            for (int i = threadIdx.y; i < 32; i += 8) {   // rows r0.. of src, coalesced along the row
+                const int r = r0 + i, c = c0 + tx;
+                if (r < rows && c < cols) tile[i][tx] = src[(long long)r * lds + c];
+            }
+            __syncthreads();
+            for (int i = threadIdx.y; i < 32; i += 8) {   // rows c0.. of dst (columns of src), coalesced too
+                const int c = c0 + i, r = r0 + tx;
+                if (c < cols && r < rows) dst[(long long)c * ldd + r] = tile[tx][i];
+            }
+            __syncthreads();                              // the tile is read before the next one lands
         }
-        __syncthreads();
-        for (int i = threadIdx.y; i < 32; i += 8) {   // rows c0.. of dst (columns of src), coalesced too
-            const int c = c0 + i, r = r0 + tx;
-            if (c < cols && r < rows) dst[(long long)c * ldd + r] = tile[tx][i];
-        }
-        __syncthreads();                              // the tile is read before the next one lands
     }
 }
 
-extern "C" __global__ void gg_pack(const float* __restrict__ src, int rows, int cols, long long lds,
-                                   float* __restrict__ dst, long long ldd) {
-    // A warp a row segment of 256 columns (blockIdx.y), 8 rows a block (blockIdx.x); both grid
-    // dimensions stride over the rest. Lanes take consecutive columns, so loads and stores are coalesced
-    // whatever the rows' alignment, and 4 loads are in flight before the stores. No division per
-    // element: a flat index cost a 64-bit divide each and ran at 1.6 TB/s.
+__device__ __forceinline__ void pack_rows(const float* __restrict__ src, int rows, int cols, long long lds,
+                                          float* __restrict__ dst, long long ldd, int bx, int by, int gx, int gy) {
+    // A warp a row segment of 256 columns (by), 8 rows a block (bx); both grid dimensions stride over
+    // the rest. Lanes take consecutive columns, so loads and stores are coalesced whatever the rows'
+    // alignment, and 4 loads are in flight before the stores. No division per element: a flat index
+    // cost a 64-bit divide each and ran at 1.6 TB/s.
     const int lane = threadIdx.x;
-    for (long long c0 = blockIdx.y * 256LL; c0 < cols; c0 += gridDim.y * 256LL) {
+    for (long long c0 = by * 256LL; c0 < cols; c0 += gy * 256LL) {
         const int c1 = (int)min((long long)cols, c0 + 256);
-        for (long long r = blockIdx.x * 8LL + threadIdx.y; r < rows; r += gridDim.x * 8LL) {
+        for (long long r = bx * 8LL + threadIdx.y; r < rows; r += gx * 8LL) {
             const float* __restrict__ s = src + r * lds;
             float* __restrict__ d = dst + r * ldd;
             int c = (int)c0 + lane;
@@ -71,11 +75,44 @@ extern "C" __global__ void gg_pack(const float* __restrict__ src, int rows, int 
         }
     }
 }
+
+extern "C" __global__ void gg_transpose(const float* __restrict__ src, int rows, int cols, long long lds,
+                                        float* __restrict__ dst, long long ldd) {
+    __shared__ float tile[32][33];
+    transpose_tiles(src, rows, cols, lds, dst, ldd, blockIdx.x, blockIdx.y, gridDim.x, gridDim.y, tile);
+}
+
+extern "C" __global__ void gg_pack(const float* __restrict__ src, int rows, int cols, long long lds,
+                                   float* __restrict__ dst, long long ldd) {
+    pack_rows(src, rows, cols, lds, dst, ldd, blockIdx.x, blockIdx.y, gridDim.x, gridDim.y);
+}
+
+// Both of matmul's operand copies in one launch (one launch less before the GEMM): blocks
+// 0 .. gx0 * gy0 - 1 run the first copy's (gx0, gy0) grid, the rest the second's. t: transposing.
+extern "C" __global__ void gg_copy_pair(const float* __restrict__ s0, int rows0, int cols0, long long lds0,
+                                        float* __restrict__ d0, long long ldd0, int t0, int gx0, int gy0,
+                                        const float* __restrict__ s1, int rows1, int cols1, long long lds1,
+                                        float* __restrict__ d1, long long ldd1, int t1, int gx1, int gy1) {
+    __shared__ float tile[32][33];
+    int b = blockIdx.x;
+    const bool first = b < gx0 * gy0;
+    if (!first) b -= gx0 * gy0;
+    const int gx = first ? gx0 : gx1, gy = first ? gy0 : gy1;
+    const int bx = b % gx, by = b / gx;
+    if (first ? t0 : t1)
+        transpose_tiles(first ? s0 : s1, first ? rows0 : rows1, first ? cols0 : cols1, first ? lds0 : lds1,
+                        first ? d0 : d1, first ? ldd0 : ldd1, bx, by, gx, gy, tile);
+    else
+        pack_rows(first ? s0 : s1, first ? rows0 : rows1, first ? cols0 : cols1, first ? lds0 : lds1,
+                  first ? d0 : d1, first ? ldd0 : ldd1, bx, by, gx, gy);
+}
 """
 MAX_TILES_Y = 65535   # gridDim.y's limit; more stored rows than 32 x this are strided over
 PACK_BLOCKS = 1 << 16  # the copy's grid along rows at most (8 rows a block); more rows are strided over
 KEEP_BYTES = 64 << 20  # staging buffers up to this size are kept for the next call (larger: the pool's)
 _COPY = param_struct("_Copy", "src:p rows:i cols:i lds:q dst:p ldd:q")
+_PAIR = param_struct("_Pair", "s0:p rows0:i cols0:i lds0:q d0:p ldd0:q t0:i gx0:i gy0:i "
+                              "s1:p rows1:i cols1:i lds1:q d1:p ldd1:q t1:i gx1:i gy1:i")
 _MODULES: dict[int, object] = {}                 # per device: the compiled SOURCE (holds its functions)
 _FUNCTIONS: dict[tuple[int, str], int] = {}
 _LOCAL = threading.local()   # per thread: the staging buffers by (device, stream)
@@ -103,11 +140,8 @@ class Copy:
     __slots__ = ("fn", "grid", "buf")
 
     def __init__(self, transpose: bool, rows: int, cols: int, lds: int, ldd: int):
-        if transpose:
-            self.fn, self.grid = _function("gg_transpose"), (-(-cols // 32), min(-(-rows // 32), MAX_TILES_Y), 1)
-        else:
-            self.fn = _function("gg_pack")
-            self.grid = (max(1, min(PACK_BLOCKS, -(-rows // 8))), min(-(-cols // 256), MAX_TILES_Y), 1)
+        self.fn = _function("gg_transpose" if transpose else "gg_pack")
+        self.grid = (*copy_grid(transpose, rows, cols), 1)
         self.buf = ParamBuffer(_COPY)
         p = self.buf.params
         p.rows, p.cols, p.lds, p.ldd = rows, cols, lds, ldd
@@ -118,6 +152,62 @@ class Copy:
         p = self.buf.params
         p.src, p.dst = src, dst
         _launch.launch_kernel(self.fn, *self.grid, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
+
+
+def copy_grid(transpose: bool, rows: int, cols: int) -> tuple[int, int]:
+    """(gx, gy) of one copy's blocks of 32 x 8 threads: 32 x 32 tiles (transposing; gy capped, strided
+    over), or 8 rows by 256 columns (both capped, strided over)."""
+    if transpose:
+        return -(-cols // 32), min(-(-rows // 32), MAX_TILES_Y)
+    return max(1, min(PACK_BLOCKS, -(-rows // 8))), min(-(-cols // 256), MAX_TILES_Y)
+
+
+class CopyPair:
+    """Copies of both operands as one launch of gg_copy_pair (each copy a :class:`Copy`'s work on its own
+    grid, the two grids' blocks one after the other): a launch less ahead of the GEMM kernel. ``jobs``:
+    two (transpose, rows, cols, lds, ldd) as :class:`Copy` takes them. A call names both sources, both
+    destinations and the stream."""
+
+    __slots__ = ("fn", "blocks", "buf")
+
+    def __init__(self, jobs):
+        self.fn, self.buf = _function("gg_copy_pair"), ParamBuffer(_PAIR)
+        p, self.blocks = self.buf.params, 0
+        for i, (transpose, rows, cols, lds, ldd) in enumerate(jobs):
+            gx, gy = copy_grid(transpose, rows, cols)
+            for name, value in (("rows", rows), ("cols", cols), ("lds", lds), ("ldd", ldd), ("t", int(transpose)),
+                                ("gx", gx), ("gy", gy)):
+                setattr(p, f"{name}{i}", value)
+            self.blocks += gx * gy
+
+    def __call__(self, srcs: tuple[int, int], dsts: tuple[int, int], stream: int) -> None:
+        p = self.buf.params
+        (p.s0, p.s1), (p.d0, p.d1) = srcs, dsts
+        _launch.launch_kernel(self.fn, self.blocks, 1, 1, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
+
+
+class Copies:
+    """matmul's copies of A and/or B into a staging buffer, prepared (:func:`pair_copies`): a call takes
+    the operands' pointers and the buffer's, enqueues one launch (:class:`Copy`, or :class:`CopyPair`
+    for both), and returns the pointers the kernel reads."""
+
+    __slots__ = ("which", "offsets", "launch")
+
+    def __init__(self, jobs: list, offsets: list[int]):
+        self.which, self.offsets = [i for i, _ in jobs], offsets
+        self.launch = CopyPair([job for _, job in jobs]) if len(jobs) == 2 else Copy(*jobs[0][1])
+
+    def __call__(self, pa: int, pb: int, base: int, stream: int) -> tuple[int, int]:
+        ptrs = [pa, pb]
+        dsts = [base + 4 * offset for offset in self.offsets]
+        srcs = [ptrs[i] for i in self.which]
+        if len(dsts) == 2:
+            self.launch(tuple(srcs), tuple(dsts), stream)
+        else:
+            self.launch(srcs[0], dsts[0], stream)
+        for i, dst in zip(self.which, dsts):
+            ptrs[i] = dst
+        return ptrs[0], ptrs[1]
 
 
 def staged(x, have: str, want: str, align: int):
@@ -151,30 +241,28 @@ def staged_pair(a, la: str, lda: int, want_a: str | None, b, lb: str, ldb: int, 
 
     copies, floats, (lda2, ldb2) = pair_copies(stored_shape(a, la), la, lda, want_a, stored_shape(b, lb), lb, ldb,
                                                want_b, align)
-    out = [a.data.ptr, b.data.ptr]
+    pa, pb = a.data.ptr, b.data.ptr
     if copies:
         stream = cupy.cuda.get_current_stream()
-        base = staging_buffer(floats, stream).data.ptr
-        for i, copy, offset in copies:
-            copy(out[i], base + 4 * offset, stream.ptr)
-            out[i] = base + 4 * offset
-    return out[0], lda2, out[1], ldb2
+        pa, pb = copies(pa, pb, staging_buffer(floats, stream).data.ptr, stream.ptr)
+    return pa, lda2, pb, ldb2
 
 
 def pair_copies(a_stored: tuple[int, int], la: str, lda: int, want_a: str | None, b_stored: tuple[int, int], lb: str,
-                ldb: int, want_b: str | None, align: int) -> tuple[list, int, tuple[int, int]]:
+                ldb: int, want_b: str | None, align: int) -> tuple[Copies | None, int, tuple[int, int]]:
     """The copies of a pair of float32 operands into one staging buffer, prepared on the current device:
-    ([(0 for A or 1 for B, :class:`Copy`, offset in floats)], the floats the buffer needs, (lda, ldb)
-    after the copies). ``*_stored``: (rows, row length) of each operand as stored in its layout ``l*``;
-    ``want_*``: the layout to copy it into, None for no copy. Each copy starts on 256 bytes."""
-    copies, floats, lds = [], 0, [lda, ldb]
+    (:class:`Copies`, or None where nothing is copied; the floats the buffer needs; (lda, ldb) after the
+    copies). ``*_stored``: (rows, row length) of each operand as stored in its layout ``l*``; ``want_*``:
+    the layout to copy it into, None for no copy. Each copy starts on 256 bytes."""
+    jobs, offsets, floats, lds = [], [], 0, [lda, ldb]
     for i, (stored, have, ld, want) in enumerate(((a_stored, la, lda, want_a), (b_stored, lb, ldb, want_b))):
         if want:
             rows, cols = _copied_shape(stored, have, want)
             lds[i] = aligned_ld(cols, align)
-            copies.append((i, Copy(have != want, *stored, ld, lds[i]), floats))
+            jobs.append((i, (have != want, *stored, ld, lds[i])))
+            offsets.append(floats)
             floats += -(-rows * lds[i] // 64) * 64      # the next copy starts 256 bytes further on
-    return copies, floats, (lds[0], lds[1])
+    return (Copies(jobs, offsets) if jobs else None), floats, (lds[0], lds[1])
 
 
 def staging_buffer(floats: int, stream=None):

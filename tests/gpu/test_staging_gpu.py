@@ -78,6 +78,24 @@ def test_staged_pair_copies_both_operands_into_one_kept_buffer(la, lb, want):
     assert ld_big == 3000 and bool((_stored_copy(p_big, 70, ld_big, 3000) == big.T).all())
 
 
+@pytest.mark.parametrize("la,lb,want", [("N", "N", "NN"), ("N", "T", "TN"), ("T", "N", "NT"), ("T", "T", "NN")])
+def test_one_launch_copies_two_large_ragged_operands_exactly(la, lb, want):
+    """Both copies in one launch (gg_copy_pair: the first copy's grid of blocks, then the second's), on
+    operands whose grids differ in size and shape (thousands of blocks, ragged edges): both are exact."""
+    import cupy as cp
+
+    rng = cp.random.default_rng(4)
+    a = rng.uniform(-1, 1, (3001, 1003), dtype=cp.float32)    # A: M x K
+    b = rng.uniform(-1, 1, (1003, 2999), dtype=cp.float32)    # B: K x N
+    a, b = (a if la == "N" else cp.asfortranarray(a)), (b if lb == "N" else cp.asfortranarray(b))
+    lda, ldb = (1003 if la == "N" else 3001), (2999 if lb == "N" else 1003)
+    pa, lda2, pb, ldb2 = staged_pair(a, la, lda, want[0], b, lb, ldb, want[1], 4)
+    for ptr, ld, x, letter in ((pa, lda2, a, want[0]), (pb, ldb2, b, want[1])):
+        rows, cols = x.shape if letter == "N" else x.shape[::-1]
+        stored = _stored_copy(ptr, rows, ld, cols)
+        assert bool(((stored if letter == "N" else stored.T) == x).all()), letter
+
+
 def test_staged_pair_leaves_an_operand_it_does_not_copy_alone():
     import cupy as cp
 

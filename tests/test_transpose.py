@@ -1,0 +1,58 @@
+"""matmul's operand copies without a GPU: both copies go out as one launch whose grid is the two copies'
+grids one after the other, the pointers the kernel then reads are the staging buffer's, and the CUDA
+source of the copy kernels compiles (nvcc) without spills."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from gemmgen import build
+from gemmgen.runtime import transpose
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Copy kernels resolved to fake functions; each launch recorded as (kernel, grid x, y, z, params)."""
+    seen = []
+    monkeypatch.setattr(transpose, "_function", lambda name: name)
+    monkeypatch.setattr(transpose._launch, "launch_kernel",
+                        lambda fn, gx, gy, gz, bx, by, bz, smem, stream, argv, extra: seen.append((fn, gx, gy, gz, stream)))
+    return seen
+
+
+def test_two_copies_are_one_launch_over_both_grids(launches):
+    # A 300x70 (rows of 70, unaligned) packed; B stored 50x1000 transposed into 1000 rows of 50.
+    copies, floats, lds = transpose.pair_copies((300, 70), "N", 70, "N", (50, 1000), "N", 1000, "T", 4)
+    assert lds == (72, 52)
+    a_floats = -(-300 * 72 // 64) * 64
+    assert floats == a_floats + -(-1000 * 52 // 64) * 64
+    pa, pb = copies(0x1000, 0x2000, 0x10000, 9)
+    assert (pa, pb) == (0x10000, 0x10000 + 4 * a_floats)
+    pack, trans = transpose.copy_grid(False, 300, 70), transpose.copy_grid(True, 50, 1000)
+    assert pack == (38, 1) and trans == (32, 2)
+    assert launches == [("gg_copy_pair", 38 * 1 + 32 * 2, 1, 1, 9)]
+    p = copies.launch.buf.params
+    assert (p.s0, p.d0, p.rows0, p.cols0, p.lds0, p.ldd0, p.t0, p.gx0, p.gy0) == (0x1000, 0x10000, 300, 70, 70, 72, 0, 38, 1)
+    assert (p.s1, p.d1, p.rows1, p.cols1, p.lds1, p.ldd1, p.t1, p.gx1, p.gy1) == (0x2000, pb, 50, 1000, 1000, 52, 1, 32, 2)
+
+
+def test_one_copy_is_its_own_kernel_and_leaves_the_other_operand(launches):
+    copies, floats, lds = transpose.pair_copies((300, 70), "N", 70, None, (50, 1000), "N", 1000, "T", 4)
+    assert lds == (70, 52) and floats == -(-1000 * 52 // 64) * 64
+    assert copies(0x1000, 0x2000, 0x10000, 9) == (0x1000, 0x10000)
+    assert launches == [("gg_transpose", 32, 2, 1, 9)]
+    assert transpose.pair_copies((300, 70), "N", 72, None, (50, 1000), "N", 1000, None, 4) == (None, 0, (72, 1000))
+
+
+@pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+def test_the_copy_kernels_compile_without_spills(tmp_path):
+    src = tmp_path / "copies.cu"
+    src.write_text(transpose.SOURCE)
+    out = subprocess.run([build.nvcc_path(), "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "copies.o"),
+                          "-Xptxas", "-v"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for name in ("gg_copy_pair", "gg_pack", "gg_transpose"):
+        assert f"Function properties for {name}" in out.stderr
+    assert "bytes spill stores" not in out.stderr or " 0 bytes spill stores" in out.stderr
+    assert all(" 0 bytes spill" in line for line in out.stderr.splitlines() if "spill stores" in line)
