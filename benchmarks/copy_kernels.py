@@ -33,7 +33,7 @@ def measure(rows: int, cols: int, transpose: bool, rep_ms: float) -> dict:
     from gemmgen.base.devices import detect
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
     from gemmgen.runtime.arrays import aligned_ld
-    from gemmgen.runtime.transpose import Copy
+    from gemmgen.runtime.copy_kernels import Copy
 
     src = cupy.random.default_rng(0).uniform(-1, 1, (rows, cols), dtype=cupy.float32)
     out_rows, out_cols = (cols, rows) if transpose else (rows, cols)

@@ -8,15 +8,15 @@ import subprocess
 import pytest
 
 from gemmgen import build
-from gemmgen.runtime import transpose
+from gemmgen.runtime import copy_kernels, transpose
 
 
 @pytest.fixture
 def launches(monkeypatch):
     """Copy kernels resolved to fake functions; each launch recorded as (kernel, grid x, y, z, params)."""
     seen = []
-    monkeypatch.setattr(transpose, "_function", lambda name: name)
-    monkeypatch.setattr(transpose._launch, "launch_kernel",
+    monkeypatch.setattr(copy_kernels, "_function", lambda name: name)
+    monkeypatch.setattr(copy_kernels._launch, "launch_kernel",
                         lambda fn, gx, gy, gz, bx, by, bz, smem, stream, argv, extra: seen.append((fn, gx, gy, gz, stream)))
     return seen
 
@@ -29,7 +29,7 @@ def test_two_copies_are_one_launch_over_both_grids(launches):
     assert floats == a_floats + -(-1000 * 52 // 64) * 64
     pa, pb = copies(0x1000, 0x2000, 0x10000, 9)
     assert (pa, pb) == (0x10000, 0x10000 + 4 * a_floats)
-    pack, trans = transpose.copy_grid(False, 300, 70), transpose.copy_grid(True, 50, 1000)
+    pack, trans = copy_kernels.copy_grid(False, 300, 70), copy_kernels.copy_grid(True, 50, 1000)
     assert pack == (38, 1) and trans == (32, 2)
     assert launches == [("gg_copy_pair", 38 * 1 + 32 * 2, 1, 1, 9)]
     p = copies.launch.buf.params
@@ -48,7 +48,7 @@ def test_one_copy_is_its_own_kernel_and_leaves_the_other_operand(launches):
 @pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
 def test_the_copy_kernels_compile_without_spills(tmp_path):
     src = tmp_path / "copies.cu"
-    src.write_text(transpose.SOURCE)
+    src.write_text(copy_kernels.SOURCE)
     out = subprocess.run([build.nvcc_path(), "-arch=sm_90", "-c", str(src), "-o", str(tmp_path / "copies.o"),
                           "-Xptxas", "-v"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -50,7 +50,7 @@ SPLIT_COPY_SHARE = 0.3  # ... or, into a split one, at most this share (the skin
                      # 1.30x, 0.3 -> 0.8: 26 plans 1.058x -> 1.048x; session 16),
 MIN_STAGE_K = 16     # ... and feed at least half a 32-deep K step (the persistent TMA kernels overlap one
                      # tile's stores with the next one's loads, so shallow K pays: 4687x9902x35 NN 0.69x -> 0.95x)
-PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out as one (transpose.CopyPair),
+PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out as one (copy_kernels.CopyPair),
                     # but counting one lost (H100, 16 of 624 random plans changed, most to copies into
                     # cp.async kernels: 1.272x -> 1.168x; session 23): two keeps their margin
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
@@ -237,7 +237,7 @@ def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:
     """Copies of A and B into rows of lda2 / ldb2 elements: read and written once, one launch for both
-    (runtime.transpose.CopyPair)."""
+    (runtime.copy_kernels.CopyPair)."""
     a_rows = want.M if want.layout[0] == "N" else want.K
     b_rows = want.K if want.layout[1] == "N" else want.N
     return copy_time(pack_a * a_rows * lda2 + pack_b * b_rows * ldb2, copy_launches(pack_a, pack_b), bandwidth, elem)

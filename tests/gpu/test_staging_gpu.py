@@ -37,9 +37,9 @@ def test_staged_copy_strides_over_rows_past_the_grid(monkeypatch):
     block steps over the rest, and the copy is still exact."""
     import cupy as cp
 
-    from gemmgen.runtime import transpose
+    from gemmgen.runtime import copy_kernels
 
-    monkeypatch.setattr(transpose, "MAX_TILES_Y", 2)
+    monkeypatch.setattr(copy_kernels, "MAX_TILES_Y", 2)
     x = cp.asarray(np.random.default_rng(5).uniform(-1, 1, (1000, 37)).astype(np.float32))
     y, ld = staged(x, "N", "T", 4)
     assert bool((y == x).all()) and ld == 1000
