@@ -101,6 +101,24 @@ def test_split_k_reduce_waits_for_the_main_kernel_on_hopper(cfg):
                 assert wait < main.index(first_touch), first_touch
 
 
+@pytest.mark.parametrize("cfg", [preset("tf32x3-wgmma"), preset("tf32x3-tma"), preset("tf32x3-ws"),
+                                 preset("tf32x3-ws-m"), preset("tf32x3-tma").replace(BN=128, WN=128, persistent=132),
+                                 preset("tf32-tma"), preset("f16-tma"), preset("tf32x3-ws").replace(split_k=4)],
+                         ids=lambda c: c.name)
+def test_every_hopper_gemm_kernel_waits_before_it_touches_memory(cfg):
+    """A Hopper GEMM kernel may start before the copies or the scale kernel ahead of it have finished
+    (gemmgen.measure.launch: AFTER_COPIES, AFTER_SCALE), so its one griddepcontrol.wait comes before any
+    copy, TMA load, global read or store, in the main kernel (not in a helper it calls later)."""
+    code = render(cfg, "sm_90").code
+    main = code[code.index(f"void __launch_bounds__"):]
+    main = main[main.index(f"{cfg.name}("):]
+    assert main.count("griddepcontrol.wait") == 1
+    wait = main.index("griddepcontrol.wait")
+    touches = [m for m in ("cp_async<", "tma_load(", "atomicAdd(", "C[", "*p =", "A[", "B[", "out +", "__ldg(")
+               if m in main]
+    assert touches and all(wait < main.index(m) for m in touches), [m for m in touches if main.index(m) < wait]
+
+
 def test_harness_is_appended_only_when_asked():
     plain, full = emit(preset("v8"), "sm_90"), emit(preset("v8"), "sm_90", harness=True)
     assert "int main(" not in plain

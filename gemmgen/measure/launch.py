@@ -20,8 +20,10 @@ _SMEM_DEFAULT_LIMIT = 48 * 1024
 # Hopper GEMM kernels (mma = wgmma) begin with griddepcontrol.wait, so they may be launched as the
 # programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
 # finishes instead of after. AFTER_COPIES: behind matmul's operand copies (runtime.calls.Prepared);
-# AFTER_SCALE: behind an atomic split's scale kernel (which never triggers early: session 17 lost up to
-# 24% where it triggered at its start). Module constants, so that an A/B can flip them per call.
+# AFTER_SCALE: behind an atomic split's scale kernel. Neither of those triggers early (the dependent is
+# placed as their blocks exit): session 17's variant, the scale triggering at its start and the main
+# kernel waiting before its first atomicAdd, lost 2-24% on 8 of 43 plans; this one won on 48 of 48
+# (session 23). Module constants, so that an A/B can flip them per call (benchmarks/pdl_ab.py).
 AFTER_COPIES = True
 AFTER_SCALE = True
 MAX_PREPARED = 4096   # prepared launches kept per kernel and thread; then they start again
@@ -75,7 +77,7 @@ class Operands:
 class LoadedKernel:
     """A compiled config loaded into the current CUDA context."""
 
-    def __init__(self, config: KernelConfig, binary: Binary):
+    def __init__(self, config: KernelConfig, binary: Binary, planted: bool = False):
         import cupy
 
         self.config = config
@@ -92,8 +94,9 @@ class LoadedKernel:
         self._local = threading.local()
         # the workspace reduce as the main kernel's programmatic dependent (Hopper, see .pdl)
         self.dependent = config.split_workspace and supported(binary.arch)
-        # the main kernel waits for the grid ahead of it (templates/common.cuh.j2 wait_for_inputs)
-        self.waits = config.mma == "wgmma" and supported(binary.arch)
+        # the main kernel waits for the grid ahead of it (templates/common.cuh.j2 wait_for_inputs); a
+        # planted source (``planted``: not the template's) may not, so it never starts early
+        self.waits = not planted and config.mma == "wgmma" and supported(binary.arch)
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
             # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).

@@ -3,12 +3,14 @@ CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION may start before the kerne
 stream has finished; it waits where it needs that kernel's results (``griddepcontrol.wait``), and the
 kernel ahead may let it start early (``griddepcontrol.launch_dependents``).
 
-gemmgen launches one kernel so (:class:`.launch.Launch`): the reduce kernel of a workspace split-K config,
-after the main one. It waits at its start, so only its launch overlaps the main kernel's tail: on the
-H100 6 of 6 workspace plans of random shapes ran 1.1-6.3% faster (benchmarks in docs/PERFORMANCE.md,
-session 17). The main kernel of an atomic split-K config after its scale kernel (waiting before its
-first atomicAdd, its K loop overlapping the scale) was tried and is not done: 33 of 43 such plans gained
-up to 6%, but 8 lost 2-24% (140x1424x1179 NN, 128x128x64 tiles split 4: 31.0 -> 40.8 us), unexplained.
+gemmgen launches kernels so in :class:`.launch.Launch`: the reduce kernel of a workspace split-K
+config after the main one (it waits at its start, so only its launch overlaps the main kernel's tail:
+on the H100 6 of 6 workspace plans of random shapes ran 1.1-6.3% faster; session 17), and a Hopper GEMM
+kernel behind matmul's operand copies or behind an atomic split's scale kernel (it waits at its start;
+the kernels ahead never trigger early, so its blocks are placed as theirs exit: 48 such plans of random
+shapes 1.360x -> 1.385x cuBLAS on the H100, none slower; session 23). Session 17's earlier variant, the
+scale kernel triggering at its start and the main kernel waiting only before its first atomicAdd, lost
+2-24% on 8 of 43 plans (140x1424x1179 NN, 128x128x64 tiles split 4: 31.0 -> 40.8 us).
 
 ``cuLaunchKernelEx`` is called through ctypes on libcuda (CuPy's driver module does not wrap it); the
 structures follow cuda.h (CUDA 12+). Without the entry point (an older driver) or below sm_90 the

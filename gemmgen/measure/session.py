@@ -52,7 +52,7 @@ class Session:
             if bad:
                 raise Rejected("; ".join(map(str, bad)))
             src = render_validated(config, self.spec.arch) if code is None else KernelSource(config, code)
-            self._kernels[key] = LoadedKernel(config, compile_source(src, self.spec.arch))
+            self._kernels[key] = LoadedKernel(config, compile_source(src, self.spec.arch), planted=code is not None)
         return self._kernels[key]
 
     def problem(self, shape: Shape, seed: int = 0, pad: int = 0, dtype: str = "f32"):

@@ -165,9 +165,9 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
               bandwidth: float, align: int = 4, elem: int = 4, rows_aligned: bool = True) -> tuple[bool, bool, Fitted | None]:
     """(copy A, copy B, candidate): whether to copy unaligned operands into 16-byte aligned rows first,
     and the kernel to run then. Copying pays where the best predicted time on aligned rows plus the
-    copies (read and write each operand once, ``bandwidth`` bytes/ms, one launch each) beats the best
-    predicted time on the rows as they are, and either that prediction rests on unaligned shapes measured
-    nearby, or the copied plan beats even the as-is kernels' aligned predictions (a lower bound on their
+    copies (read and write each operand once, ``bandwidth`` bytes/ms, launches as :func:`copy_launches`
+    counts them) beats the best predicted time on the rows as they are, and either that prediction
+    rests on unaligned shapes measured nearby, or the copied plan beats even the as-is kernels' aligned predictions (a lower bound on their
     time: 4-byte loads never run faster than 16-byte ones), or the copies cost at most CHEAP_PACK of the
     product: on the H100, copying on the UNALIGNED
     guess alone lost to cuBLAS on small skinny shapes (74x480x8760 TT: 0.33x), where a copy costs as
@@ -236,8 +236,8 @@ def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: 
 
 
 def _copy_ms(want: Shape, lda2: int, ldb2: int, pack_a: bool, pack_b: bool, bandwidth: float, elem: int) -> float:
-    """Copies of A and B into rows of lda2 / ldb2 elements: read and written once, one launch for both
-    (runtime.copy_kernels.CopyPair)."""
+    """Copies of A and B into rows of lda2 / ldb2 elements: read and written once; the launches as
+    :func:`copy_launches` counts them (both go out as one, runtime.copy_kernels.CopyPair)."""
     a_rows = want.M if want.layout[0] == "N" else want.K
     b_rows = want.K if want.layout[1] == "N" else want.N
     return copy_time(pack_a * a_rows * lda2 + pack_b * b_rows * ldb2, copy_launches(pack_a, pack_b), bandwidth, elem)

@@ -24,7 +24,7 @@ from .arrays import aligned_ld
 from .dispatch import LAYOUTS, MIN_PACK_MS, best, copy_launches, copy_time, pack_choice, small_copy_ok
 from .predict import Fitted
 
-MARGIN = 0.05      # a layout change must win by this share: a second copy kernel and its host time
+MARGIN = 0.05      # a layout change must win by this share: a second copy and its host time
 TRANSPOSE = 1.25   # a tiled transposing copy's time over a straight copy's of the same bytes
 
 
