@@ -21,7 +21,10 @@ DEFAULT = ["5072x4241", "2153x679", "4137x19", "19x4137", "679x2153", "8989x2520
 
 def parse_case(text: str) -> tuple[int, int, bool]:
     dims, _, t = text.partition("/")
-    rows, cols = (int(x) for x in dims.lower().split("x"))
+    try:
+        rows, cols = (int(x) for x in dims.lower().split("x"))
+    except ValueError:
+        rows = cols = 0
     if rows < 1 or cols < 1 or t.upper() not in ("", "T"):
         raise ValueError(f"case {text!r}: want ROWSxCOLS or ROWSxCOLS/T with positive sizes")
     return rows, cols, t.upper() == "T"
@@ -34,6 +37,8 @@ def measure(rows: int, cols: int, transpose: bool, rep_ms: float) -> dict:
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
     from gemmgen.runtime.arrays import aligned_ld
     from gemmgen.runtime.copy_kernels import Copy
+    from gemmgen.runtime.dispatch import copy_time
+    from gemmgen.runtime.library import KernelLibrary
 
     src = cupy.random.default_rng(0).uniform(-1, 1, (rows, cols), dtype=cupy.float32)
     out_rows, out_cols = (cols, rows) if transpose else (rows, cols)
@@ -51,11 +56,11 @@ def measure(rows: int, cols: int, transpose: bool, rep_ms: float) -> dict:
     spec = detect(cupy.cuda.Device().id)
     t_copy, t_memcpy = bench_interleaved([run, memcpy], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
     moved = 2.0 * 4 * rows * cols
-    model = max(spec.mem_gbs, 100.0) * 0.7
+    bandwidth = KernelLibrary(spec, {}).copy_bandwidth   # bytes/ms, as the dispatch predicts copies
     return {"case": f"{rows}x{cols}{'/T' if transpose else ''}", "copy_us": t_copy.median * 1e3,
             "memcpy_us": t_memcpy.median * 1e3, "copy_gbs": moved / t_copy.median / 1e6,
-            "memcpy_gbs": moved / t_memcpy.median / 1e6, "model_gbs": model,
-            "model_us": moved / (model * 1e6) * 1e3 + 3.0}
+            "memcpy_gbs": moved / t_memcpy.median / 1e6, "model_gbs": bandwidth / 1e6,
+            "model_us": copy_time(rows * cols, 1, bandwidth, 4) * 1e3}
 
 
 def main(argv=None) -> int:

@@ -242,13 +242,13 @@ class Launch:
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
         if self.reduce is not None:   # the slices' partials go to the workspace
             p.W = workspace
-        if self.main_after is not None and ((behind and AFTER_COPIES) or (self.scale is not None and AFTER_SCALE)):
+        early = self.main_after is not None and ((behind and AFTER_COPIES) or (self.scale is not None and AFTER_SCALE))
+        if early:
             try:
                 self.main_after(self.fn, stream, self.main.argv_ptr)
             except RuntimeError:   # the driver refused the attribute: launched plainly from now on
-                self.main_after = None
-                launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
-        else:
+                self.main_after, early = None, False
+        if not early:
             launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
             q = self.reduce.params

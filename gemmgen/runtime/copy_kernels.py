@@ -144,8 +144,8 @@ def copy_grid(transpose: bool, rows: int, cols: int) -> tuple[int, int]:
 class CopyPair:
     """Copies of both operands as one launch of gg_copy_pair (each copy a :class:`Copy`'s work on its own
     grid, the two grids' blocks one after the other): a launch less ahead of the GEMM kernel. ``jobs``:
-    two (transpose, rows, cols, lds, ldd) as :class:`Copy` takes them. A call names both sources, both
-    destinations and the stream."""
+    two (transpose, rows, cols, lds, ldd) as :class:`Copy` takes them. A call names both sources, then both
+    destinations, then the stream."""
 
     __slots__ = ("fn", "blocks", "buf")
 
@@ -159,9 +159,9 @@ class CopyPair:
                 setattr(p, f"{name}{i}", value)
             self.blocks += gx * gy
 
-    def __call__(self, srcs: tuple[int, int], dsts: tuple[int, int], stream: int) -> None:
+    def __call__(self, s0: int, s1: int, d0: int, d1: int, stream: int) -> None:
         p = self.buf.params
-        (p.s0, p.s1), (p.d0, p.d1) = srcs, dsts
+        p.s0, p.s1, p.d0, p.d1 = s0, s1, d0, d1
         _launch.launch_kernel(self.fn, self.blocks, 1, 1, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
 
 
@@ -179,11 +179,7 @@ class Copies:
     def __call__(self, pa: int, pb: int, base: int, stream: int) -> tuple[int, int]:
         ptrs = [pa, pb]
         dsts = [base + 4 * offset for offset in self.offsets]
-        srcs = [ptrs[i] for i in self.which]
-        if len(dsts) == 2:
-            self.launch(tuple(srcs), tuple(dsts), stream)
-        else:
-            self.launch(srcs[0], dsts[0], stream)
+        self.launch(*[ptrs[i] for i in self.which], *dsts, stream)   # Copy: src, dst; CopyPair: both, both
         for i, dst in zip(self.which, dsts):
             ptrs[i] = dst
         return ptrs[0], ptrs[1]
