@@ -53,7 +53,7 @@ def main(argv=None) -> int:
                     help="a constant and its two values (repeatable)")
     ap.add_argument("--results-a", metavar="FILE", help="side A's results file (default: the shipped results)")
     ap.add_argument("--results-b", metavar="FILE", help="side B's results file (default: the shipped results)")
-    ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]")
+    ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]")
     ap.add_argument("--random", type=int, metavar="N", help="N random untuned shapes per --seed")
     ap.add_argument("--seed", type=int, action="append", default=[], help="seeds of --random (repeatable)")
     ap.add_argument("--only-changed", action="store_true", help="time only shapes whose plans differ")
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     for path in (args.results_a, args.results_b):
         if path and not Path(path).is_file():
             ap.error(f"results file {path!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
-    shapes = [parse_shape(s) for s in args.shape]
+    shapes = list(args.shape)
     for seed in args.seed if args.random else []:
         shapes += random_shapes(args.random, seed, tuned_keys())
 

@@ -38,10 +38,16 @@ def load_shapes(path: Path) -> list[tuple[int, int, int, str]]:
 
 
 def parse_shape(text: str) -> tuple[int, int, int, str]:
-    """'MxNxK' or 'MxNxK/LAYOUT'."""
+    """'MxNxK' or 'MxNxK/LAYOUT' (a ValueError that names the text otherwise: usable as argparse's type)."""
     dims, _, layout = text.partition("/")
-    M, N, K = (int(x) for x in dims.lower().split("x"))
-    return M, N, K, (layout or "NN").upper()
+    try:
+        M, N, K = (int(x) for x in dims.lower().split("x"))
+    except ValueError:
+        M = N = K = 0
+    layout = (layout or "NN").upper()
+    if min(M, N, K) < 1 or layout not in ("NN", "NT", "TN", "TT"):
+        raise ValueError(f"shape {text!r}: want MxNxK or MxNxK/LAYOUT, positive sizes, LAYOUT one of NN, NT, TN, TT")
+    return M, N, K, layout
 
 
 def random_shapes(count: int, seed: int, grid: set) -> list[tuple[int, int, int, str]]:
@@ -185,7 +191,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--shapes", type=Path, default=HERE / "shapes.toml", help="TOML file of shapes (default: the set)")
-    ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]",
+    ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]",
                     help="time these shapes instead of the file's (repeatable)")
     ap.add_argument("--random", type=int, metavar="N", help="time N random shapes outside the set and the grids instead")
     ap.add_argument("--seed", type=int, action="append", default=[],
@@ -199,7 +205,7 @@ def main(argv=None) -> int:
     if args.random:
         groups = [(seed, random_shapes(args.random, seed, tuned_keys(args.shapes))) for seed in args.seed or [0]]
     else:
-        groups = [(None, [parse_shape(s) for s in args.shape] if args.shape else load_shapes(args.shapes))]
+        groups = [(None, list(args.shape) if args.shape else load_shapes(args.shapes))]
 
     import cupy
 

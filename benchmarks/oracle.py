@@ -27,7 +27,7 @@ from matmul_vs_cublas import geomean, packed_lds, parse_shape, random_shapes, tu
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]")
+    ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]")
     ap.add_argument("--random", type=int, metavar="N", help="N random shapes outside the set and grids")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--extra", action="append", default=[], metavar="PRESET",
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     if args.random:
         shapes = random_shapes(args.random, args.seed, tuned_keys())
     else:
-        shapes = [parse_shape(s) for s in args.shape]
+        shapes = list(args.shape)
 
     import gemmgen
     from gemmgen.base import Failure, Shape

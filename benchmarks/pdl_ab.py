@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from matmul_vs_cublas import (geomean, leading_dims, operands, parse_shape, prebuild, random_shapes,  # noqa: E402
-                              tuned_keys)
+                              rel_error, tuned_keys)
 
 VARIANTS = {"plain": (False, False), "copies": (True, False), "both": (True, True)}
 
@@ -52,7 +52,7 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float) -> dict | None:
     for f in fns:
         f()
     ref = cupy.matmul(A.astype(cupy.float64), B.astype(cupy.float64))
-    errs = {v: float(cupy.linalg.norm(c[v].astype(cupy.float64) - ref) / cupy.linalg.norm(ref)) for v in VARIANTS}
+    errs = {v: rel_error(c[v], ref) for v in VARIANTS}
     del ref
     times = bench_interleaved(fns, L2Flusher(detect(cupy.cuda.Device().id).l2_bytes), rep_ms=rep_ms)
     launch.AFTER_COPIES, launch.AFTER_SCALE = VARIANTS["both"]
@@ -67,14 +67,15 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float) -> dict | None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]", help="repeatable")
+    ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]",
+                    help="repeatable")
     ap.add_argument("--random", type=int, default=0, metavar="N", help="N random shapes per --seed")
     ap.add_argument("--seed", type=int, action="append", default=[], help="repeatable (default 0)")
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--jobs", type=int, default=8, help="processes compiling the plans' kernels first (default 8)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
-    shapes = [parse_shape(s) for s in args.shape]
+    shapes = list(args.shape)
     if args.random:
         grid = tuned_keys()
         for seed in args.seed or [0]:
