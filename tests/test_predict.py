@@ -112,6 +112,20 @@ def test_unaligned_rows_are_their_own_regime():
     assert fit.predict(Shape(8192, 8192, 8191), False) > lone.predict(Shape(8192, 8192, 8191), True)
 
 
+def test_unaligned_guess_is_milder_for_warp_specialized_cp_async_kernels():
+    """With no unaligned measurement near, the 4-byte copies of a kernel whose producer warpgroup copies
+    (tma + async_copy) are guessed UNALIGNED_WS times slower, the others' UNALIGNED times: of two kernels
+    equally fast on aligned rows, the warp-specialized one serves the unaligned request."""
+    ws = preset("tf32x3-ws")
+    plain = ws.replace(tma=False, async_copy=False, BN=128, WN=64, stages=3, layout="NN")
+    fits = [Fitted.fit(c, {s: synthetic(BIG, s) for s in GRID}, H100) for c in (ws, plain)]
+    odd = Shape(3001, 2999, 1001)
+    a, b = (f.predict(odd, False) / f.predict(odd, True) for f in fits)
+    assert a == pytest.approx(predict.UNALIGNED_WS) and b == pytest.approx(predict.UNALIGNED)
+    assert predict.UNALIGNED_WS < predict.UNALIGNED
+    assert choose(fits, 3001, 2999, 1001, lda=1001, ldb=2999).config == ws
+
+
 def test_split_k_wins_where_tiles_are_few():
     fits = [Fitted.fit(c, {s: synthetic(c, s) for s in GRID}, H100) for c in (BIG, SPLIT)]
     assert choose(fits, 128, 4096, 8192).config == SPLIT    # 32 tiles: one slice each leaves 100 SMs idle

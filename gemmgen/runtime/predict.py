@@ -24,7 +24,8 @@ the correction near them.
 
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime
 of its own: measurements of aligned and unaligned shapes correct only predictions of their own kind,
-and an unaligned request with no unaligned measurement nearby is predicted UNALIGNED times slower.
+and an unaligned request with no unaligned measurement nearby is predicted UNALIGNED times slower
+(UNALIGNED_WS for the warp-specialized cp.async kernels, whose producer warpgroup hides the extra copies).
 For the skinny family only A's rows decide the regime (:func:`aligned_for`).
 
 >>> from gemmgen.kernel.presets import preset
@@ -49,6 +50,11 @@ LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale
 WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
+UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose producer warpgroup issues the 4-byte
+                       # copies beside the consumers' math (H100 oracles on 8 unaligned shapes, session 24:
+                       # their predictions ran a median 1.23x further above their times than the kernels' that
+                       # copy and compute in the same threads). 1.5 -> 1.2, the changed plans of 10 random
+                       # seeds (benchmarks/ab_plans.py): H100 50 plans 1.166x -> 1.275x, H200 46 1.167x -> 1.254x
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
@@ -142,6 +148,18 @@ def latency_steps(c: KernelConfig, s: Shape, sm_count: int, resident: int) -> fl
 def _rounds_steps(waves_steps: float, waves: float, resident: int) -> float:
     """rounds * steps from :func:`counts`' waves * steps and waves."""
     return float(-(-int(waves) // resident) * round(waves_steps / waves))
+
+
+def unaligned_factor(c: KernelConfig) -> float:
+    """How much slower than on aligned rows ``c`` is guessed to run on unaligned ones (4-byte copies)
+    where no unaligned measurement lies near: UNALIGNED_WS for the warp-specialized cp.async kernels
+    (``tma`` with ``async_copy``: a producer warpgroup copies), UNALIGNED for the others.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> unaligned_factor(preset("tf32x3-wgmma")) == UNALIGNED, unaligned_factor(preset("tf32x3-ws")) == UNALIGNED_WS
+    (True, True)
+    """
+    return UNALIGNED_WS if c.tma and c.async_copy else UNALIGNED
 
 
 def aligned(s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
@@ -260,5 +278,5 @@ class Fitted:
             w = math.exp(-((d / WIDTH) ** 2))
             num, den = num + w * p.ratio, den + w
         near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
-        penalty = (1.0 if is_aligned or near else UNALIGNED) * (1.0 if near else 1.0 + EXTRAPOLATED)
+        penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
         return self.fitted(s) * num / den * penalty * self.factor
