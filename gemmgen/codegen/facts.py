@@ -91,6 +91,7 @@ def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a_off, g.b_off = smem.offset(c, "A"), smem.offset(c, "B")
     g.a_ldmatrix, g.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
     g.c_vec = not c.split_atomic   # float2 stores of C
+    g.b.shifted = c.mma == "wgmma" and shifted_rows(c)
 
 
 def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
@@ -148,6 +149,23 @@ def operand(c: KernelConfig, op: str) -> SimpleNamespace:
     smem_vec = kmajor == rows_are_k and ld % c.vec == 0
     return SimpleNamespace(op=op, rows_are_k=rows_are_k, loads=rows * cols // (c.vec * c.threads), rows=rows,
                            cols=cols, smem_vec=smem_vec, vec=c.vec)
+
+
+def shifted_rows(c: KernelConfig) -> bool:
+    """Whether the cp.async wgmma kernel copies B's unaligned rows as the 16-byte chunks around them (a
+    row starting up to 3 elements late in its shared row) instead of element by element: B is n
+    contiguous (its rows are k, read into registers by index) and its shared rows hold at least 4
+    elements of padding for the one extra chunk. (A's rows of k, where A is m contiguous, are copied
+    into a stage without padding: WGMMA_SMEM_LAYOUT.)
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> c = preset("tf32x3-wgmma").replace(layout="TN", pad_b=8)
+    >>> shifted_rows(c), shifted_rows(c.replace(pad_b=0)), shifted_rows(c.replace(layout="NT"))
+    (True, False, False)
+    """
+    d = operand(c, "B")
+    return (d.rows_are_k and d.smem_vec and c.vec == 4 and c.bounds == "checked" and c.elem_bytes == 4
+            and c.b_tile_shape[1] - c.BN >= 4)
 
 
 def launch_lines(c: KernelConfig) -> list[str]:
