@@ -54,6 +54,20 @@ def test_variants_correct(hopper, family, variant, layout):
         assert max(errors.values()) <= BOUND[family], (M, N, K, pad)
 
 
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("pad_b", [4, 8])
+def test_unaligned_rows_of_b_copied_shifted(hopper, layout, pad_b):
+    """B n contiguous with ldb % 4 = 1, 2, 3 (N odd, or padded rows): its rows are copied 16 bytes at a time,
+    shifted in shared memory (the copies reach the last padding column at pad_b = 4); edges in M, N and K,
+    split-K, and a 64-wide tile."""
+    for cfg in (preset("tf32x3-wgmma").replace(layout=layout, pad_b=pad_b, BK=32, stages=3),
+                preset("tf32x3-wgmma").replace(layout=layout, pad_b=pad_b, BM=64, WM=64, BK=32, stages=3,
+                                               split_k=3, min_blocks=2, prefetch=True)):
+        for (M, N, K), pad in (((515, 259, 131), 0), ((300, 257, 97), 1), ((129, 129, 70), 0), ((200, 64, 64), 3)):
+            errors = hopper.check(cfg, Shape(M, N, K, layout), seed=11, pad=pad)
+            assert max(errors.values()) <= BOUND["tf32x3"], (cfg.name, M, N, K, pad)
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fast_path_on_whole_tiles(hopper, family, layout):
