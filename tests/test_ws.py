@@ -80,11 +80,13 @@ def test_source_copies_with_cp_async_and_takes_no_tensor_maps(layout):
     code = _code(layout)
     assert "TmaMap tmA" not in code and "tma_load(" not in code.split("__global__")[-1]
     assert "cp.async.mbarrier.arrive.noinc" in code and "mbar_init(&full[s], PRODUCERS)" in code
-    # 16-byte copies exist exactly for the operands whose k is contiguous (A in N, B in T) ...
-    assert ("a_vec" in code) == (layout[0] == "N") and ("b_vec" in code) == (layout[1] == "T")
-    # ... and the others are moved 4 bytes at a time, transposed: element (k, row) of the stored matrix
+    # 16-byte copies exist for the operands whose k is contiguous (A in N, B in T) and for an m-contiguous
+    # A, staged as it lies (3xTF32: the consumers read A into registers) ...
+    assert "a_vec" in code and ("b_vec" in code) == (layout[1] == "T")
+    assert ("A + (long long)k * lda + m" in code) == (layout[0] == "T") == WS.replace(layout=layout).a_mmajor_stage
+    # ... and an n-contiguous B is moved 4 bytes at a time, transposed: element (k, n) of the stored matrix
     transposed = set(re.findall(r"\(long long\)\(k0 \+ k\) \* ld([ab]) \+ b[mn]0", code))
-    assert transposed == {op for op, t in (("a", layout[0] == "T"), ("b", layout[1] == "N")) if t}
+    assert transposed == ({"b"} if layout[1] == "N" else set())
     # every consumer fences its stage's generic-proxy writes before wgmma reads it
     assert code.count("fence_async_smem();") >= 2
 
@@ -101,11 +103,12 @@ def test_swapped_kernel_computes_the_transposed_product(layout):
     assert signature.index("const int N") < signature.index("const int M")
     assert signature.index("B, const int ldb") < signature.index("A, const int lda")
     run = cfg.run_layout
-    assert ("a_vec" in code) == (run[0] == "N") and ("b_vec" in code) == (run[1] == "T")
+    assert "a_vec" in code and ("b_vec" in code) == (run[1] == "T") and cfg.a_mmajor_stage == (run[0] == "T")
     assert "out + (long long)n * ldo + m" in code and f"C_LD = {cfg.WM + 4}" in code
     # the same kernel unswapped keeps C's names and its own layout's copies
     plain = _code(layout)
-    assert "out + (long long)n * ldo + m" not in plain and ("a_vec" in plain) == (layout[0] == "N")
+    assert "out + (long long)n * ldo + m" not in plain and "a_vec" in plain
+    assert ("A + (long long)k * lda + m" in plain) == (layout[0] == "T")
 
 
 def test_swap_is_for_the_skinny_and_the_cp_async_kernels_only():
@@ -129,7 +132,8 @@ def test_persistent_mbarriers_sit_past_the_staging_tile_at_the_end_of_shared_mem
     cfg = WS.replace(stages=2, persistent=16, **{"BN": 64, "WN": 64, **change})
     code = render(cfg, for_arch("sm_90")).code
     offset = int(re.search(r"reinterpret_cast<unsigned long long\*>\(cstage \+ (\d+)\)", code).group(1))
-    stages_floats = cfg.stages * (cfg.BM * cfg.BK + 2 * cfg.BN * cfg.BK)   # A and B, then B's small parts
+    lda = cfg.BM + 8 if cfg.a_mmajor_stage else cfg.BM                     # A staged as it lies: rows of BM + 8
+    stages_floats = cfg.stages * (lda * cfg.BK + 2 * cfg.BN * cfg.BK)     # A and B, then B's small parts
     assert (stages_floats + offset) * 4 + cfg.stages * 24 == cfg.smem_bytes
     assert offset == cfg.c_stage_floats
 

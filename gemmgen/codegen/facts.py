@@ -130,6 +130,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.c_ld = c.c_ld
     g.c_stage = bool(c.persistent) or c.c_stage_floats * 4 <= c.tma_tile_bytes
     g.run_layout = c.run_layout               # swapped: the layout of C^T = op(B)^T op(A)^T
+    g.a_mmajor = c.a_mmajor_stage             # A staged m-major, [BK][BM + 8], read into registers
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:

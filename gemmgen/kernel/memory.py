@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .families import HALF
 
+HOPPER_SMEM_PER_BLOCK = 232448   # shared memory an sm_90 block may opt in to (H100 and H200 alike)
 EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
 
 
@@ -56,12 +57,26 @@ class SharedMemory:
         return self.elem_bytes * (ra * ca + rb * cb)
 
     @property
+    def a_mmajor_stage(self) -> bool:
+        """The warp-specialized cp.async 3xTF32 kernel stages an m-contiguous A as it lies, [BK][BM + 8]
+        (16-byte copies of its rows of k; the consumers read their fragments from it into registers),
+        not transposed into wgmma's K-major layout by 4-byte copies."""
+        if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout[0] == "T"):
+            return False
+        # ... where the stages have room for the padding (Hopper's 227 KB a block; else transposed as before)
+        return self._tma_bytes(8 * self.BK * 4) + self.stages * 24 <= HOPPER_SMEM_PER_BLOCK
+
+    @property
     def tma_tile_bytes(self) -> int:
         """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
         tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
+        return self._tma_bytes(8 * self.BK * 4 if self.a_mmajor_stage else 0)   # A's rows of k padded to BM + 8
+
+    def _tma_bytes(self, a_pad: int) -> int:
+        """tma_tile_bytes with ``a_pad`` more bytes a stage."""
         split = self.family == "tf32x3"
         c_tile = self.c_stage_floats * 4 if self.persistent else 0
-        return self.stages * (self.smem_per_stage + split * self.BN * self.BK * 4) + c_tile
+        return self.stages * (self.smem_per_stage + a_pad + split * self.BN * self.BK * 4) + c_tile
 
     @property
     def c_ld(self) -> int:

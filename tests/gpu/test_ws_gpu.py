@@ -66,6 +66,21 @@ def test_swapped_rows_of_c_end_inside_a_16_byte_chunk(hopper, layout):
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
 
+@pytest.mark.parametrize("pad", [0, 1, 2, 3])
+@pytest.mark.parametrize("layout", ["TN", "TT", "NN-sw"])
+@pytest.mark.parametrize("name", ["128x128-s4", "64x128-s4-k3w", "128x128-s2-p16", "128x32-s4-k4a-o2"])
+def test_m_contiguous_rows_of_a_staged_as_they_lie(hopper, name, layout, pad):
+    """The kernel's A m contiguous (TN, TT; NN swapped, where it is C's B) is staged as it lies, 16 bytes
+    a copy: aligned rows (pad 3: ld = 336), and rows with ld % 4 = 1, 2, 3 copied as the chunks around
+    them, shifted; ragged M, N and K, split-K, the persistent grid, two blocks an SM."""
+    layout, _, sw = layout.partition("-")
+    cfg = CONFIGS[name].replace(layout=layout, swap=bool(sw))
+    assert cfg.a_mmajor_stage
+    errors = hopper.check(cfg, Shape(333, 271, 133, layout) if not sw else Shape(45, 333, 133, layout),
+                          seed=pad, pad=pad)
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
 def _stored(rng, rows, cols, ld, offset):
     """A rows x ld buffer of random non-zero values whose first element is `offset` floats into its
     allocation (so it starts off a 16-byte boundary where offset % 4 != 0); its first `cols` columns
