@@ -189,3 +189,19 @@ def test_the_shallow_group_is_new_valid_and_in_every_layout(tmp_path):
     assert len({frozenset(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) >= 30
     assert all(not explain(c, "h100") and c.split_k == 1 for c in group)
     assert {c.persistent for c in group} == {0, 132, 264} and {c.BM for c in group} == {64, 128}
+
+
+def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
+    """3xTF32 with the kernel's A m contiguous (TN, TT, NN swapped): A staged [BK][BM + 8] (1 KB more a
+    stage), except where that would not fit a block (227 KB) or its min_blocks on an SM: then the 4-byte
+    transposing copies as before, and the config stays valid (no rule rejects what it accepted)."""
+    for layout, swap in (("TN", False), ("TT", False), ("NN", True)):
+        assert WS.replace(layout=layout, swap=swap).a_mmajor_stage
+    assert not WS.replace(layout="NT").a_mmajor_stage and not WS.replace(layout="NN").a_mmajor_stage
+    plain = WS.replace(layout="TN")
+    assert plain.smem_bytes - plain.replace(layout="NT").smem_bytes == plain.stages * 8 * plain.BK * 4
+    for cfg in (WS.replace(layout="TN", BM=64, BN=192, WN=192, stages=4),            # 227 KB a block
+                WS.replace(layout="TN", BN=48, WN=48, stages=4, min_blocks=2)):     # two blocks an SM
+        assert not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
+        assert "A + (long long)k * lda + m" not in _code("TN", **{k: v for k, v in cfg.to_dict().items()
+                                                                 if k in ("BM", "BN", "WN", "stages", "min_blocks")})

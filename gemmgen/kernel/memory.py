@@ -11,6 +11,7 @@ from __future__ import annotations
 from .families import HALF
 
 HOPPER_SMEM_PER_BLOCK = 232448   # shared memory an sm_90 block may opt in to (H100 and H200 alike)
+HOPPER_SMEM_PER_SM = 233472      # ... and an sm_90 SM holds
 EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
 
 
@@ -63,8 +64,10 @@ class SharedMemory:
         not transposed into wgmma's K-major layout by 4-byte copies."""
         if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout[0] == "T"):
             return False
-        # ... where the stages have room for the padding (Hopper's 227 KB a block; else transposed as before)
-        return self._tma_bytes(8 * self.BK * 4) + self.stages * 24 <= HOPPER_SMEM_PER_BLOCK
+        # ... where the stages have room for the padding (else transposed as before): Hopper's 227 KB a
+        # block, and its min_blocks blocks on an SM (1 KB each reserved)
+        need = self._tma_bytes(8 * self.BK * 4) + self.stages * 24
+        return need <= HOPPER_SMEM_PER_BLOCK and self.min_blocks * (need + 1024) <= HOPPER_SMEM_PER_SM
 
     @property
     def tma_tile_bytes(self) -> int:

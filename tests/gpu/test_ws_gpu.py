@@ -52,7 +52,8 @@ def test_gate_passes_in_every_layout(hopper, name, layout, shape):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_rows_one_float_past_their_length(hopper, layout):
     """lda, ldb and ldc one float longer than the rows: no operand's rows are 16 bytes apart, so every
-    copy is a 4-byte one, and the gate still passes."""
+    copy is a 4-byte one (but an m-contiguous A's, copied 16 bytes at a time, shifted), and the gate
+    still passes."""
     errors = hopper.check(WS.replace(layout=layout), Shape(515, 259, 131, layout), seed=5, pad=1)
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
