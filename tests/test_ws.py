@@ -83,7 +83,7 @@ def test_source_copies_with_cp_async_and_takes_no_tensor_maps(layout):
     # 16-byte copies exist for the operands whose k is contiguous (A in N, B in T) and for an m-contiguous
     # A, staged as it lies (3xTF32: the consumers read A into registers) ...
     assert "a_vec" in code and ("b_vec" in code) == (layout[1] == "T")
-    assert ("A + (long long)k * lda + m" in code) == (layout[0] == "T") == WS.replace(layout=layout).a_mmajor_stage
+    assert ("A + (long long)(k0 + r0) * lda + m" in code) == (layout[0] == "T") == WS.replace(layout=layout).a_mmajor_stage
     # ... and an n-contiguous B is moved 4 bytes at a time, transposed: element (k, n) of the stored matrix
     transposed = set(re.findall(r"\(long long\)\(k0 \+ k\) \* ld([ab]) \+ b[mn]0", code))
     assert transposed == ({"b"} if layout[1] == "N" else set())
@@ -108,7 +108,7 @@ def test_swapped_kernel_computes_the_transposed_product(layout):
     # the same kernel unswapped keeps C's names and its own layout's copies
     plain = _code(layout)
     assert "out + (long long)n * ldo + m" not in plain and "a_vec" in plain
-    assert ("A + (long long)k * lda + m" in plain) == (layout[0] == "T")
+    assert ("A + (long long)(k0 + r0) * lda + m" in plain) == (layout[0] == "T")
 
 
 def test_swap_is_for_the_skinny_and_the_cp_async_kernels_only():

@@ -64,6 +64,10 @@ class SharedMemory:
         not transposed into wgmma's K-major layout by 4-byte copies."""
         if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout[0] == "T"):
             return False
+        # ... its 128 producers move chunk t % (BM / 4) of rows t / (BM / 4) + (512 / BM) i: rows a multiple
+        # of 4 apart (one shift a thread), BK a multiple of that step
+        if 128 % self.BM or (512 // self.BM) % 4 or self.BK % (512 // self.BM):
+            return False
         # ... where the stages have room for the padding (else transposed as before): Hopper's 227 KB a
         # block, and its min_blocks blocks on an SM (1 KB each reserved)
         need = self._tma_bytes(8 * self.BK * 4) + self.stages * 24
