@@ -155,18 +155,20 @@ def operand(c: KernelConfig, op: str) -> SimpleNamespace:
 def shifted_rows(c: KernelConfig) -> bool:
     """Whether the cp.async wgmma kernel copies B's unaligned rows as the 16-byte chunks around them (a
     row starting up to 3 elements late in its shared row) instead of element by element: B is n
-    contiguous (its rows are k, read into registers by index) and its shared rows hold at least 4
-    elements of padding for the one extra chunk. (A's rows of k, where A is m contiguous, are copied
-    into a stage without padding: WGMMA_SMEM_LAYOUT.)
+    contiguous (its rows are k, read into registers by index) and its shared rows hold 8 elements of
+    padding: room for the one extra chunk, and fragment loads that stay 2-way in bank conflicts when
+    shifted (at a padding of 4 they are 2-way unshifted, up to 3-way shifted: H100, 9051x34x2796 TN
+    ran 0.87x -> 0.76x of cuBLAS shifted, so those kernels keep element copies). (A's rows of k, where A
+    is m contiguous, are copied into a stage without padding: WGMMA_SMEM_LAYOUT.)
 
     >>> from gemmgen.kernel.presets import preset
     >>> c = preset("tf32x3-wgmma").replace(layout="TN", pad_b=8)
-    >>> shifted_rows(c), shifted_rows(c.replace(pad_b=0)), shifted_rows(c.replace(layout="NT"))
+    >>> shifted_rows(c), shifted_rows(c.replace(pad_b=4)), shifted_rows(c.replace(layout="NT"))
     (True, False, False)
     """
     d = operand(c, "B")
     return (d.rows_are_k and d.smem_vec and c.vec == 4 and c.bounds == "checked" and c.elem_bytes == 4
-            and c.b_tile_shape[1] - c.BN >= 4)
+            and c.b_tile_shape[1] - c.BN >= 8)
 
 
 def launch_lines(c: KernelConfig) -> list[str]:
