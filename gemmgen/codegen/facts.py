@@ -158,17 +158,21 @@ def shifted_rows(c: KernelConfig) -> bool:
     contiguous (its rows are k, read into registers by index) and its shared rows hold 8 elements of
     padding: room for the one extra chunk, and fragment loads that stay 2-way in bank conflicts when
     shifted (at a padding of 4 they are 2-way unshifted, up to 3-way shifted: H100, 9051x34x2796 TN
-    ran 0.87x -> 0.76x of cuBLAS shifted, so those kernels keep element copies). (A's rows of k, where A
-    is m contiguous, are copied into a stage without padding: WGMMA_SMEM_LAYOUT.)
+    ran 0.87x -> 0.76x of cuBLAS shifted, so those kernels keep element copies), unswizzled (the shift
+    is added to the offset), and where launch bounds cap the registers (min_blocks >= 2): without them
+    the copies' registers cost a kernel near 170 (3 blocks of 128 threads an SM) a block an SM (H100,
+    279x230x7525 NN, a 64x64 split-K kernel: 1.04x -> 0.88x shifted; an unrolled copy loop made NVRTC's
+    count of the 64x64 preset 181, nvcc's 167). (A's rows of k, where A is m contiguous, are copied into
+    a stage without padding: WGMMA_SMEM_LAYOUT.)
 
     >>> from gemmgen.kernel.presets import preset
-    >>> c = preset("tf32x3-wgmma").replace(layout="TN", pad_b=8)
-    >>> shifted_rows(c), shifted_rows(c.replace(pad_b=4)), shifted_rows(c.replace(layout="NT"))
-    (True, False, False)
+    >>> c = preset("tf32x3-wgmma").replace(layout="TN", pad_b=8, min_blocks=2)
+    >>> shifted_rows(c), shifted_rows(c.replace(pad_b=4)), shifted_rows(c.replace(layout="NT")), shifted_rows(c.replace(min_blocks=1))
+    (True, False, False, False)
     """
     d = operand(c, "B")
     return (d.rows_are_k and d.smem_vec and c.vec == 4 and c.bounds == "checked" and c.elem_bytes == 4
-            and c.b_tile_shape[1] - c.BN >= 8)
+            and c.b_tile_shape[1] - c.BN >= 8 and smem.layout(c, "B")[2] == 1 and c.min_blocks >= 2)
 
 
 def launch_lines(c: KernelConfig) -> list[str]:

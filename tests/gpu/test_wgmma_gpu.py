@@ -59,9 +59,9 @@ def test_variants_correct(hopper, family, variant, layout):
 @pytest.mark.parametrize("pad_b", [4, 8])
 def test_unaligned_rows_of_b_copied_shifted(hopper, layout, pad_b):
     """B n contiguous with ldb % 4 = 1, 2, 3 (N odd, or padded rows): its rows are copied 16 bytes at a time,
-    shifted in shared memory at pad_b = 8 (element by element at 4); edges in M, N and K, split-K, and a
-    64-wide tile."""
-    assert shifted_rows(preset("tf32x3-wgmma").replace(layout=layout, pad_b=pad_b)) == (pad_b == 8)
+    shifted in shared memory at pad_b = 8 and two blocks an SM (else element by element); edges in M, N
+    and K, split-K, and a 64-wide tile."""
+    assert shifted_rows(preset("tf32x3-wgmma").replace(layout=layout, pad_b=pad_b, min_blocks=2)) == (pad_b == 8)
     for cfg in (preset("tf32x3-wgmma").replace(layout=layout, pad_b=pad_b, BK=32, stages=3),
                 preset("tf32x3-wgmma").replace(layout=layout, pad_b=pad_b, BM=64, WM=64, BK=32, stages=3,
                                                split_k=3, min_blocks=2, prefetch=True)):
