@@ -160,10 +160,10 @@ def shifted_rows(c: KernelConfig) -> bool:
     shifted (at a padding of 4 they are 2-way unshifted, up to 3-way shifted: H100, 9051x34x2796 TN
     ran 0.87x -> 0.76x of cuBLAS shifted, so those kernels keep element copies), unswizzled (the shift
     is added to the offset), and where launch bounds cap the registers (min_blocks >= 2): without them
-    the copies' registers cost a kernel near 170 (3 blocks of 128 threads an SM) a block an SM (H100,
-    279x230x7525 NN, a 64x64 split-K kernel: 1.04x -> 0.88x shifted; an unrolled copy loop made NVRTC's
-    count of the 64x64 preset 181, nvcc's 167). (A's rows of k, where A is m contiguous, are copied into
-    a stage without padding: WGMMA_SMEM_LAYOUT.)
+    the copies' registers cost a kernel near 170 (3 blocks of 128 threads an SM) a block an SM (the
+    unrolled copies: NVRTC 181 registers for the 64x64 preset, nvcc 167; rolled ones: H100, 279x230x7525
+    NN, a 64x64 split-K kernel, 1.04x -> 0.88x). (A's rows of k, where A is m contiguous, are copied
+    into a stage without padding: WGMMA_SMEM_LAYOUT.)
 
     >>> from gemmgen.kernel.presets import preset
     >>> c = preset("tf32x3-wgmma").replace(layout="TN", pad_b=8, min_blocks=2)
