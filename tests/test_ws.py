@@ -203,5 +203,5 @@ def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
     for cfg in (WS.replace(layout="TN", BM=64, BN=192, WN=192, stages=4),            # 227 KB a block
                 WS.replace(layout="TN", BN=48, WN=48, stages=4, min_blocks=2)):     # two blocks an SM
         assert not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
-        assert "A + (long long)k * lda + m" not in _code("TN", **{k: v for k, v in cfg.to_dict().items()
+        assert "A + (long long)(k0 + r0) * lda + m" not in _code("TN", **{k: v for k, v in cfg.to_dict().items()
                                                                  if k in ("BM", "BN", "WN", "stages", "min_blocks")})
