@@ -162,8 +162,10 @@ def shifted_rows(c: KernelConfig) -> bool:
     is added to the offset), and where launch bounds cap the registers (min_blocks >= 2): without them
     the copies' registers cost a kernel near 170 (3 blocks of 128 threads an SM) a block an SM (the
     unrolled copies: NVRTC 181 registers for the 64x64 preset, nvcc 167; rolled ones: H100, 279x230x7525
-    NN, a 64x64 split-K kernel, 1.04x -> 0.88x). (A's rows of k, where A is m contiguous, are copied
-    into a stage without padding: WGMMA_SMEM_LAYOUT.)
+    NN, a 64x64 split-K kernel, 1.04x -> 0.88x); and where the block's threads cover whole rows of 16-byte
+    chunks, rows a multiple of 4 apart, BK a multiple of that step (the unrolled copies, one shift a
+    thread: templates/wgmma_stage.cuh.j2 shifted_copies). (A's rows of k, where A is m contiguous, are
+    copied into a stage without padding: WGMMA_SMEM_LAYOUT.)
 
     >>> from gemmgen.kernel.presets import preset
     >>> c = preset("tf32x3-wgmma").replace(layout="TN", pad_b=8, min_blocks=2)
@@ -171,8 +173,11 @@ def shifted_rows(c: KernelConfig) -> bool:
     (True, False, False, False)
     """
     d = operand(c, "B")
+    chunks = c.BN // 4                                         # 16-byte chunks a row
+    step = c.threads // chunks if c.threads % chunks == 0 else 0   # rows apart a thread's chunks lie
     return (d.rows_are_k and d.smem_vec and c.vec == 4 and c.bounds == "checked" and c.elem_bytes == 4
-            and c.b_tile_shape[1] - c.BN >= 8 and smem.layout(c, "B")[2] == 1 and c.min_blocks >= 2)
+            and c.b_tile_shape[1] - c.BN >= 8 and smem.layout(c, "B")[2] == 1 and c.min_blocks >= 2
+            and step > 0 and step % 4 == 0 and c.BK % step == 0)
 
 
 def launch_lines(c: KernelConfig) -> list[str]:
