@@ -169,8 +169,9 @@ def pack_plan(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str, lda: 
     counts them) beats the best predicted time on the rows as they are, and either that prediction
     rests on unaligned shapes measured nearby, or the copied plan beats even the as-is kernels' aligned
     predictions (a lower bound on their time: 4-byte loads never run faster than 16-byte ones), or the
-    copies cost at most CHEAP_PACK of the product: on the H100, copying on the UNALIGNED guess alone lost to cuBLAS on small skinny shapes (74x480x8760 TT: 0.33x), where a copy costs as
-    much as the product, while on large ones (4638x11305x1362 NN, copies 2% of the product) the
+    copies cost at most CHEAP_PACK of the product: on the H100, copying on the UNALIGNED guess alone
+    lost to cuBLAS on small skinny shapes (74x480x8760 TT: 0.33x), where a copy costs as much as the
+    product, while on large ones (4638x11305x1362 NN, copies 2% of the product) the
     unaligned kernel ran 1.23x cuBLAS where aligned neighbours run 1.5x."""
     return pack_choice(fits, M, N, K, layout, lda, ldb, ldc, bandwidth, align, elem, rows_aligned)[:3]
 
