@@ -8,9 +8,14 @@ shipped entries and cuBLAS times stay as they are), so new candidate kernels joi
     python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json \\
         --results-b results/nvidia-h100-80gb-hbm3.json --random 24 --seed 13 --only-changed
 
-A kernel already in the shipped file is left alone (re-time it by deleting it first), unless
-``--add-shapes``: then the shapes the fresh run timed and the shipped file lacks are added to it (a
-kernel first timed on a small grid, then on a larger one). ``--out`` writes the merged file elsewhere
+A kernel already in the shipped file is left alone, unless ``--add-shapes``: then the shapes the fresh
+run timed and the shipped file lacks are added to it (a kernel first timed on a small grid, then on a
+larger one); or ``--replace``: then the fresh times replace the shipped ones where both time a shape
+(kernels whose code changed, re-timed where they were timed before):
+
+    gemmgen search --grid FILE --timings-only --winners-from changed.json --only-timed --results fresh
+    python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --replace
+ ``--out`` writes the merged file elsewhere
 instead of over the shipped one.
 """
 from __future__ import annotations
@@ -20,19 +25,23 @@ import json
 import sys
 
 
-def merge(shipped: dict, fresh: dict, add_shapes: bool = False) -> dict[str, int]:
-    """Add fresh's timed kernels that shipped lacks to shipped (in place), and with ``add_shapes`` the
-    shapes of kernels it has that it lacks; kernel name -> how many shapes were added to it."""
+def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = False) -> dict[str, int]:
+    """Add fresh's timed kernels that shipped lacks to shipped (in place); with ``add_shapes`` the shapes
+    of kernels it has that it lacks, with ``replace`` fresh's times of the shapes both time; kernel name
+    -> how many shapes were added or replaced."""
     have, added = shipped["timings"]["kernels"], {}
     for name, k in fresh["timings"]["kernels"].items():
         if name not in have:
             if k["ms"]:
                 have[name], added[name] = k, len(k["ms"])
-        elif add_shapes:
-            new = {s: ms for s, ms in k["ms"].items() if s not in have[name]["ms"]}
-            if new:
-                have[name]["ms"].update(new)
-                added[name] = len(new)
+            continue
+        new = {s: ms for s, ms in k["ms"].items()
+               if (add_shapes and s not in have[name]["ms"]) or (replace and s in have[name]["ms"])}
+        if new:
+            have[name]["ms"].update(new)
+            if replace and "resident" in k:
+                have[name]["resident"] = k["resident"]
+            added[name] = len(new)
     return added
 
 
@@ -43,6 +52,7 @@ def main(argv=None) -> int:
     ap.add_argument("fresh", help="the results file a --timings-only run wrote")
     ap.add_argument("--out", help="write the merged file here (default: over SHIPPED)")
     ap.add_argument("--add-shapes", action="store_true", help="also add new shapes to kernels SHIPPED has")
+    ap.add_argument("--replace", action="store_true", help="FRESH's times replace SHIPPED's where both time a shape")
     args = ap.parse_args(argv)
     try:
         shipped, fresh = (json.load(open(p)) for p in (args.shipped, args.fresh))
@@ -53,11 +63,11 @@ def main(argv=None) -> int:
         print(f"merge_timings: {args.fresh} holds another GPU's results ({fresh.get('device', {}).get('name')!r})",
               file=sys.stderr)
         return 2
-    added = merge(shipped, fresh, args.add_shapes)
+    added = merge(shipped, fresh, args.add_shapes, args.replace)
     with open(args.out or args.shipped, "w") as fh:
         json.dump(shipped, fh, indent=2)
         fh.write("\n")
-    print(f"added to {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
+    print(f"{'added to or replaced in' if args.replace else 'added to'} {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
     return 0
 
 

@@ -39,3 +39,15 @@ def test_another_gpus_file_is_refused(tmp_path, capsys):
     other.write_text(json.dumps({"device": {"name": "GPU Y"}, "timings": {"kernels": {}}}))
     assert _module().main([str(shipped), str(other)]) == 2
     assert "another GPU" in capsys.readouterr().err
+
+
+def test_replace_overwrites_the_shapes_both_time_and_adds_no_others(tmp_path):
+    """--replace: kernels whose code changed, re-timed where they were timed; their new times (and
+    resident blocks) replace the old ones, shapes only the fresh run timed stay out, others stay."""
+    shipped = _file(tmp_path / "a.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 1.0, "4x4x4/NN": 4.0}, "resident": 1},
+                                          "k2": {"config": {}, "ms": {"3x3x3/NN": 3.0}, "resident": 2}})
+    fresh = _file(tmp_path / "b.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 0.5, "2x2x2/NT": 2.0}, "resident": 2}})
+    assert _module().main([str(shipped), str(fresh), "--replace"]) == 0
+    ks = json.loads(shipped.read_text())["timings"]["kernels"]
+    assert ks["k1"] == {"config": {}, "ms": {"1x1x1/NN": 0.5, "4x4x4/NN": 4.0}, "resident": 2}
+    assert ks["k2"] == {"config": {}, "ms": {"3x3x3/NN": 3.0}, "resident": 2}

@@ -202,6 +202,34 @@ def test_top_times_only_the_kernels_the_dispatch_predicts_fastest(fake_cli, caps
     assert main([*argv[:-2], "0"]) == 2 and "--top 0: must be at least 1" in capsys.readouterr().err
 
 
+def test_only_timed_retimes_exactly_the_pairs_the_file_times(fake_cli, capsys):
+    """--only-timed: kernels whose code changed are timed again where the file timed them, and nowhere
+    else (not on the grid's other shapes of their layout); with --top or without --winners-from, one line."""
+    grid_search(capsys, fake_cli)
+    first = fake_cli / "results" / FILE
+    data = json.loads(first.read_text())
+    kernels = data["timings"]["kernels"]
+    keep = dict(list(kernels.items())[:3])
+    dropped = next(iter(keep.values()))["ms"]
+    dropped.pop(sorted(dropped)[0])   # one kernel loses a shape: not timed again there
+    data["timings"]["kernels"] = keep
+    changed = fake_cli / "changed" / FILE
+    changed.parent.mkdir()
+    changed.write_text(json.dumps(data))
+    argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--winners-from", str(changed),
+            "--only-timed", "--results", str(fake_cli / "again"), "--json"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "each on the shapes that file times it on" in capsys.readouterr().err
+    again = store.load_file(fake_cli / "again" / FILE)
+    stored = {(e["name"], "/".join(key.split("/")[:2])) for key, e in data["entries"].items()}   # an entry: timed
+    assert {(n, s) for n, k in again.timings.kernels.items() for s in k.ms} == \
+        {(n, s) for n, k in keep.items() for s in k["ms"]} | stored
+    for extra, words in ((["--top", "2"], "--only-timed and --top are exclusive"),):
+        assert main([*argv, *extra]) == 2 and words in capsys.readouterr().err
+    bare = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--only-timed"]
+    assert main(bare) == 2 and "--only-timed times the pairs" in capsys.readouterr().err
+
+
 def test_grid_auto_picks_the_shipped_grid_of_the_gpu(fake_cli, capsys):
     report, err = grid_search(capsys, fake_cli, "--no-timings", "--timeout", "0.001")
     assert "grid mini" in err   # a file given: its shapes

@@ -11,7 +11,7 @@ def dry_run(args: argparse.Namespace, job: Any, foreign: Any) -> None:
     """Print the plan: pending tasks and their trial bounds per family, then the timings to do now."""
     from ..tune.grid_timings import timing_batches
     from ..tune.warm import warm_configs
-    from .search_timings import current, kernels, predicted_top
+    from .search_timings import current, kernels, pairs_to_time
 
     pending = job.pending()
     most = job.trials * (2 if job.stretch_below else 1)
@@ -37,8 +37,8 @@ def dry_run(args: argparse.Namespace, job: Any, foreign: Any) -> None:
     have = current(args, {"name": job.device.name})
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
-    only = predicted_top(foreign or have, configs, job.grid.shapes, job.device, args.top) if args.top else None
-    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed, only=only)
+    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed,
+                             only=pairs_to_time(args, have, foreign, configs, job))
     print(f"  time now: {len({c.name for c in configs})} kernels on {len(job.grid.shapes)} shapes, "
           f"{sum(len(b.configs) for b in batches)} pairs in {len(batches)} batches ({len(timed)} timed before; "
           "tuning first adds its winners)")

@@ -47,6 +47,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     a("--timings-timeout", type=float, metavar="S", help="grid: stop timing after S seconds (a rerun times the rest)")
     a("--top", type=int, metavar="K", help="grid timings: on each shape, time only the K kernels the dispatch "
       "predicts fastest there (fitted to --winners-from's timings, else this GPU's results file); default all")
+    a("--only-timed", action="store_true", help="with --winners-from: time each kernel only on the shapes FILE "
+      "times it on (re-time kernels whose code changed; benchmarks/merge_timings.py --replace stores the times)")
     a("--dry-run", action="store_true", help="grid: print what would be tuned and timed, and exit (no GPU needed "
       "with --gpu NAME)")
 
@@ -54,7 +56,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def check(args: argparse.Namespace) -> bool:
     """Whether this is a grid search, after the grid options' rules (one-line errors, before the GPU)."""
     grid_only = ("patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from", "timings_timeout",
-                 "top", "dry_run")
+                 "top", "only_timed", "dry_run")
     if not args.grid:
         given = [f"--{n.replace('_', '-')}" for n in grid_only if getattr(args, n) not in (None, False)]
         if given:
@@ -66,6 +68,10 @@ def check(args: argparse.Namespace) -> bool:
         raise ValueError("--no-timings and --timings-only are exclusive")
     if args.winners_from and not args.timings_only:
         raise ValueError("--winners-from FILE re-times another GPU's kernels: give it with --timings-only")
+    if args.only_timed and not args.winners_from:
+        raise ValueError("--only-timed times the pairs of kernel and shape a results file holds: give --winners-from FILE")
+    if args.only_timed and args.top:
+        raise ValueError("--only-timed and --top are exclusive: FILE's timed pairs, or each shape's predicted fastest")
     for name, value, low in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1), ("--patience", args.patience, 0),
                              ("--extend-below", args.extend_below, 0), ("--top", args.top, 1)):
         if value is not None and not value >= low:

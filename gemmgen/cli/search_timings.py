@@ -82,6 +82,19 @@ def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int
     return out
 
 
+def pairs_to_time(args: argparse.Namespace, have: Any, foreign: Any, configs: list, job: Any) -> dict | None:
+    """Shape key -> the kernel names to time there (None: every kernel): with ``--only-timed`` the pairs
+    ``--winners-from`` times or stores (an entry is its kernel timed on its shape), with ``--top K`` each
+    shape's K predicted fastest."""
+    if args.only_timed:
+        only: dict[str, set[str]] = {}
+        pairs = [(name, key) for name, k in foreign.timings.kernels.items() for key in k.ms]
+        for name, key in pairs + [(e.name, e.shape.key) for e in foreign.entries.values()]:
+            only.setdefault(key, set()).add(name)
+        return only
+    return predicted_top(foreign or have, configs, job.grid.shapes, job.device, args.top) if args.top else None
+
+
 def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> None:
     """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come."""
     from ..tune import gpu
@@ -92,11 +105,12 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     have = current(args, ctx["fp"])
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
-    only = predicted_top(foreign or have, configs, job.grid.shapes, job.device, args.top) if args.top else None
-    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed, only=only)
+    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed,
+                             only=pairs_to_time(args, have, foreign, configs, job))
     rep = args.rep_ms or REP_MS
     source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
     source += f"; per shape the {args.top} predicted fastest" if args.top else ""
+    source += "; each on the shapes that file times it on" if args.only_timed else ""
     out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
             f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")
