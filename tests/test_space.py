@@ -254,8 +254,9 @@ def test_tf32_and_tf32x3_spaces_stay_in_step():
     # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32, no 256-row wgmma tiles, and
     # its small parts of A take shared memory beside the ring (wg_BK's fit); on the TMA pipeline it
     # holds sums and partials (BN up to 208, not 256) and B's small parts beside each stage; only its
-    # warp-specialized kernel has the cp.async producer, so only it draws tma in every layout
-    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages", "tma", "tm_async"}
+    # warp-specialized kernel has the cp.async producer, so only it draws tma in every layout, and how
+    # that producer stages an m-contiguous A (a_kmajor)
+    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages", "tma", "tm_async", "a_kmajor"}
     assert a["arch"] == b["arch"]
 
 

@@ -205,3 +205,22 @@ def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
         assert not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
         assert "A + (long long)(k0 + r0) * lda + m" not in _code("TN", **{k: v for k, v in cfg.to_dict().items()
                                                                  if k in ("BM", "BN", "WN", "stages", "min_blocks")})
+
+
+def test_a_kmajor_false_keeps_the_producers_transposing_copies_where_a_could_be_staged_as_it_lies():
+    """a_kmajor = False (name part ``atp``): an m-contiguous A is transposed K-major by the producer's
+    4-byte copies, the staging before session 25 (the 128x192 one-block kernels spill less that way), so
+    both variants can be timed and dispatched; only where A could be staged as it lies (else the rules
+    refuse it, and a moved config drops out of that layout)."""
+    for layout, swap in (("TN", False), ("TT", False), ("NN", True)):
+        cfg = WS.replace(layout=layout, swap=swap, a_kmajor=False)
+        assert cfg.a_mmajor_choice and not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
+        assert "_atp0s8_" in cfg.name and "_atp" not in WS.replace(layout=layout, swap=swap).name
+        assert cfg.smem_bytes == cfg.replace(layout="NT", swap=False, a_kmajor=True).smem_bytes
+        code = _code(layout, swap=swap, a_kmajor=False)
+        assert "A + (long long)(k0 + r0) * lda + m" not in code
+        assert "A + (long long)(k0 + r0) * lda + m" in _code(layout, swap=swap)
+    for cfg in (WS.replace(layout="NT", a_kmajor=False), WS.replace(layout="NN", a_kmajor=False),
+                WS.replace(layout="TN", BM=64, BN=192, WN=192, stages=4, a_kmajor=False)):   # no room: one way only
+        reasons = [v.reason for v in explain(cfg, "h100") if v.rule == "TMA_DEFAULTS"]
+        assert reasons and "a_kmajor = false, A transposed by the producer, is a choice only where" in reasons[0]

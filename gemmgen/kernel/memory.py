@@ -61,7 +61,16 @@ class SharedMemory:
     def a_mmajor_stage(self) -> bool:
         """The warp-specialized cp.async 3xTF32 kernel stages an m-contiguous A as it lies, [BK][BM + 8]
         (16-byte copies of its rows of k; the consumers read their fragments from it into registers),
-        not transposed into wgmma's K-major layout by 4-byte copies."""
+        not transposed into wgmma's K-major layout by 4-byte copies: where it can (``a_mmajor_choice``)
+        and ``a_kmajor`` (A [BK][BM] in shared memory, the default) asks for it. Neither wins everywhere:
+        the 128x192 one-block kernels spill more staging A as it lies (docs/PERFORMANCE.md, session 26)."""
+        return self.a_kmajor and self.a_mmajor_choice
+
+    @property
+    def a_mmajor_choice(self) -> bool:
+        """The warp-specialized cp.async 3xTF32 kernel can stage A either way (``a_mmajor_stage``):
+        A is m-contiguous where the kernel runs it, the producers' mapping fits BM and BK, and the
+        stages have room for A's padding."""
         if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout[0] == "T"):
             return False
         # ... its 128 producers move chunk t % (BM / 4) of rows t / (BM / 4) + (512 / BM) i: rows a multiple

@@ -25,7 +25,8 @@ def kernel_name(c) -> str:
                          *([f"o{c.min_blocks}"] if c.min_blocks != 1 else [])])
     head = [f"gg_{c.family}_{lay}", f"b{c.BM}x{c.BN}x{c.BK}"]
     if c.global_layout_smem:   # tensor cores: warp tiles of mma/wmma tiles, shared memory in global layout
-        middle = [f"w{c.WM}x{c.WN}", f"v{c.vec}", f"ap{c.pad_a}s{c.swz_a}"]
+        # at: A transposed by the producer where it could be staged as it lies (a_kmajor = False, TMA kernels)
+        middle = [f"w{c.WM}x{c.WN}", f"v{c.vec}", f"a{'' if c.a_kmajor else 't'}p{c.pad_a}s{c.swz_a}"]
     else:
         middle = [f"w{c.WM}x{c.WN}i{c.WMITER}x{c.WNITER}", f"t{c.TM}x{c.TN}", f"v{c.vec}",
                   f"a{'k' if c.a_kmajor else 'm'}p{c.pad_a}s{c.swz_a}"]

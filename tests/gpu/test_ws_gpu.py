@@ -82,6 +82,20 @@ def test_m_contiguous_rows_of_a_staged_as_they_lie(hopper, name, layout, pad):
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
 
+@pytest.mark.parametrize("pad", [0, 3])
+@pytest.mark.parametrize("layout", ["TN", "TT", "NN-sw"])
+@pytest.mark.parametrize("name", ["128x128-s4", "128x32-s4-k4a-o2"])
+def test_m_contiguous_a_transposed_by_the_producer(hopper, name, layout, pad):
+    """a_kmajor = False: the same kernels with A transposed K-major by the producer's 4-byte copies
+    (the other staging the dispatch can pick), on the same ragged, split-K, two-block cases."""
+    layout, _, sw = layout.partition("-")
+    cfg = CONFIGS[name].replace(layout=layout, swap=bool(sw), a_kmajor=False)
+    assert cfg.a_mmajor_choice and not cfg.a_mmajor_stage
+    errors = hopper.check(cfg, Shape(333, 271, 133, layout) if not sw else Shape(45, 333, 133, layout),
+                          seed=pad, pad=pad)
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
 def _stored(rng, rows, cols, ld, offset):
     """A rows x ld buffer of random non-zero values whose first element is `offset` floats into its
     allocation (so it starts off a 16-byte boundary where offset % 4 != 0); its first `cols` columns

@@ -58,12 +58,16 @@ def _kind(c, d):
 @_tma("TMA_DEFAULTS")
 def _defaults(c, d):
     ref = KernelConfig()
-    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k)]
+    # a_kmajor = False: the producer transposes an m-contiguous A (the stages K-major), where it could stage it as it lies
+    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k) and not (k == "a_kmajor" and c.a_mmajor_choice)]
     want = {"vec": 16 // c.elem_bytes, "swz_a": 8, "swz_b": 8, "bounds": "checked"}
     wrong = [f"{k} = {getattr(c, k)!r} (must be {v!r})" for k, v in want.items() if getattr(c, k) != v]
     out = []
     if diff:
-        out.append(f"a TMA kernel has no parameter {', '.join(diff)}; leave it at its default")
+        out.append(f"a TMA kernel has no parameter {', '.join(diff)}; leave it at its default"
+                   + (" (a_kmajor = false, A transposed by the producer, is a choice only where the cp.async 3xTF32 "
+                      "kernel could stage an m-contiguous A as it lies: A m-contiguous as run, 128 % BM == 0, room "
+                      "for its padding)" if "a_kmajor" in diff else ""))
     if wrong:
         out.append(f"{', '.join(wrong)}: TMA moves 16-byte granules into 128-byte swizzled rows and "
                    "zero-fills the edges, the epilogue checks them")
