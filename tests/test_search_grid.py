@@ -212,6 +212,9 @@ def test_only_timed_retimes_exactly_the_pairs_the_file_times(fake_cli, capsys):
     keep = dict(list(kernels.items())[:3])
     dropped = next(iter(keep.values()))["ms"]
     dropped.pop(sorted(dropped)[0])   # one kernel loses a shape: not timed again there
+    for k in keep.values():           # and no kernel keeps the NT shape, nor its entry: nothing timed there
+        k["ms"].pop("512x512x512/NT", None)
+    data["entries"] = {key: e for key, e in data["entries"].items() if not key.startswith("512x512x512/NT")}
     data["timings"]["kernels"] = keep
     changed = fake_cli / "changed" / FILE
     changed.parent.mkdir()
@@ -219,13 +222,18 @@ def test_only_timed_retimes_exactly_the_pairs_the_file_times(fake_cli, capsys):
     argv = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--winners-from", str(changed),
             "--only-timed", "--results", str(fake_cli / "again"), "--json"]
     assert main(argv) == 0, capsys.readouterr().err
-    assert "each on the shapes that file times it on" in capsys.readouterr().err
+    assert "each on the shapes that file times it on, 0 of those pairs in the output file already" in \
+        capsys.readouterr().err
     again = store.load_file(fake_cli / "again" / FILE)
+    assert not any("512x512x512/NT" in k.ms for k in again.timings.kernels.values())
     stored = {(e["name"], "/".join(key.split("/")[:2])) for key, e in data["entries"].items()}   # an entry: timed
     assert {(n, s) for n, k in again.timings.kernels.items() for s in k.ms} == \
         {(n, s) for n, k in keep.items() for s in k["ms"]} | stored
     for extra, words in ((["--top", "2"], "--only-timed and --top are exclusive"),):
         assert main([*argv, *extra]) == 2 and words in capsys.readouterr().err
+    mine = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--winners-from", str(first),
+            "--only-timed", "--results", str(first.parent)]   # FILE is the output file: its pairs count as timed
+    assert main(mine) == 2 and "give --results a folder of its own" in capsys.readouterr().err
     bare = ["search", "--grid", str(fake_cli / "grid-mini.json"), "--timings-only", "--only-timed"]
     assert main(bare) == 2 and "--only-timed times the pairs" in capsys.readouterr().err
 

@@ -224,3 +224,8 @@ def test_a_kmajor_false_keeps_the_producers_transposing_copies_where_a_could_be_
                 WS.replace(layout="TN", BM=64, BN=192, WN=192, stages=4, a_kmajor=False)):   # no room: one way only
         reasons = [v.reason for v in explain(cfg, "h100") if v.rule == "TMA_DEFAULTS"]
         assert reasons and "a_kmajor = false, A transposed by the producer, is a choice only where" in reasons[0]
+    # moved to a layout without the choice (warm starts, timings, the dispatch's other layouts), an atp
+    # kernel is the a_kmajor = True one there; a SIMT kernel's a_kmajor = False is its own in every layout
+    atp = WS.replace(layout="TN", a_kmajor=False)
+    assert atp.in_layout("NT") == WS.replace(layout="NT") and atp.in_layout("TT") == atp.replace(layout="TT")
+    assert not preset("v5").in_layout("TN").a_kmajor

@@ -48,7 +48,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     a("--top", type=int, metavar="K", help="grid timings: on each shape, time only the K kernels the dispatch "
       "predicts fastest there (fitted to --winners-from's timings, else this GPU's results file); default all")
     a("--only-timed", action="store_true", help="with --winners-from: time each kernel only on the shapes FILE "
-      "times it on (re-time kernels whose code changed; benchmarks/merge_timings.py --replace stores the times)")
+      "times it on (its timings, and its entries' kernels on their shapes): re-time kernels whose code changed, "
+      "FILE holding just them, --results a fresh folder; benchmarks/merge_timings.py --replace stores the times")
     a("--dry-run", action="store_true", help="grid: print what would be tuned and timed, and exit (no GPU needed "
       "with --gpu NAME)")
 

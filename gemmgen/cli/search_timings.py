@@ -87,7 +87,7 @@ def pairs_to_time(args: argparse.Namespace, have: Any, foreign: Any, configs: li
     ``--winners-from`` times or stores (an entry is its kernel timed on its shape), with ``--top K`` each
     shape's K predicted fastest."""
     if args.only_timed:
-        only: dict[str, set[str]] = {}
+        only: dict[str, set[str]] = {s.key: set() for s in job.grid.shapes}   # a shape FILE never timed: none
         pairs = [(name, key) for name, k in foreign.timings.kernels.items() for key in k.ms]
         for name, key in pairs + [(e.name, e.shape.key) for e in foreign.entries.values()]:
             only.setdefault(key, set()).add(name)
@@ -105,12 +105,17 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     have = current(args, ctx["fp"])
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
-    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed,
-                             only=pairs_to_time(args, have, foreign, configs, job))
+    only = pairs_to_time(args, have, foreign, configs, job)
+    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed, only=only)
     rep = args.rep_ms or REP_MS
     source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
     source += f"; per shape the {args.top} predicted fastest" if args.top else ""
-    source += "; each on the shapes that file times it on" if args.only_timed else ""
+    if args.only_timed:
+        if Path(args.winners_from).resolve() == results_path(args, ctx["fp"]).resolve():
+            raise ValueError(f"--only-timed re-times the pairs {args.winners_from} holds, and they count as timed "
+                             "in the file the run writes: give --results a folder of its own")
+        held = sum((name, key) in timed for key, names in only.items() for name in names)
+        source += f"; each on the shapes that file times it on, {held} of those pairs in the output file already"
     out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
             f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")

@@ -133,7 +133,7 @@ def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: st
         if f.config.layout == layout:
             out.append(f)
             continue
-        moved = f.config.replace(layout=layout)
+        moved = f.config.in_layout(layout)
         if moved.name in own or explain(moved, spec):
             continue
         out.append(f.serving(layout, factors.get((factor_kind(f.config), f.config.layout, layout), TRANSFER)))

@@ -248,7 +248,7 @@ class Fitted:
 
     def serving(self, layout: str, factor: float) -> "Fitted":
         """This kernel's model for its config in another layout, ``factor`` times its time."""
-        return Fitted(self.config.replace(layout=layout), self.u, self.v, self.points, self.sm_count,
+        return Fitted(self.config.in_layout(layout), self.u, self.v, self.points, self.sm_count,
                       self.bandwidth, factor, self.w, self.resident)
 
     def fitted(self, s: Shape) -> float:
