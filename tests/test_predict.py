@@ -112,6 +112,26 @@ def test_unaligned_rows_are_their_own_regime():
     assert fit.predict(Shape(8192, 8192, 8191), False) > lone.predict(Shape(8192, 8192, 8191), True)
 
 
+def test_borrow_corrects_an_unaligned_prediction_by_the_aligned_measurements_near(monkeypatch):
+    """BORROW: a kernel measured 1.5x slower than its fit around a shape, on aligned rows only, is
+    predicted there on unaligned rows from those measurements (times the unaligned guess alone), not
+    from the bare fit marked up by EXTRAPOLATED; off (the default), as before."""
+    base = {s: synthetic(BIG, s) for s in GRID}
+    near = [Shape(3000 + 4 * i, 3000, 3000) for i in range(3)]
+    fit = Fitted.fit(BIG, {**base, **{s: 1.5 * synthetic(BIG, s) for s in near}}, H100)
+    odd = Shape(3002, 3001, 2999)
+    off = fit.predict(odd, False)
+    assert off == pytest.approx(fit.fitted(odd) * predict.UNALIGNED
+                                * (1 + predict.EXTRAPOLATED), rel=0.02)
+    monkeypatch.setattr(predict, "BORROW", True)
+    on = fit.predict(odd, False)
+    ratio = fit.predict(odd, True) / fit.fitted(odd)
+    assert ratio > 1.2 and on == pytest.approx(fit.predict(odd, True) * predict.UNALIGNED, rel=1e-9)
+    far = Shape(9000, 9001, 9001)   # nothing near either way: the extrapolation share stays
+    assert fit.predict(far, False) == pytest.approx(fit.fitted(far) * predict.UNALIGNED * (1 + predict.EXTRAPOLATED),
+                                                    rel=0.06)
+
+
 def test_unaligned_guess_is_milder_for_warp_specialized_cp_async_kernels():
     """With no unaligned measurement near, the 4-byte copies of a kernel whose producer warpgroup copies
     (tma + async_copy) are guessed UNALIGNED_WS times slower, the others' UNALIGNED times: of two kernels

@@ -60,6 +60,8 @@ MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
+BORROW = False         # unaligned rows with no unaligned measurement near, but aligned ones: correct the fit by
+                       # those (then only the unaligned factor, no extrapolation share); not yet A/B'd (session 26)
 
 
 def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, float, int]:
@@ -266,17 +268,30 @@ class Fitted:
 
     def predict(self, s: Shape, is_aligned: bool = True) -> float:
         """Predicted time (ms) on shape s: the fit times the weighted ratio of nearby measurements of
-        the same alignment; an exact measurement is returned as it is."""
+        the same alignment; an exact measurement is returned as it is. With ``BORROW``, unaligned rows
+        with none of their own near but aligned measurements near take those measurements' ratio."""
         s = Shape(s.M, s.N, s.K)
+        exact, num, den = self._correction(s, is_aligned)
+        if exact is not None:
+            return exact * self.factor
+        near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
+        if not near and not is_aligned and BORROW:
+            _, a_num, a_den = self._correction(s, True)
+            if a_den > 0.5:   # the fit checked near s on aligned rows: their ratio, and the unaligned guess alone
+                return self.fitted(s) * a_num / a_den * unaligned_factor(self.config) * self.factor
+        penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
+        return self.fitted(s) * num / den * penalty * self.factor
+
+    def _correction(self, s: Shape, is_aligned: bool) -> tuple[float | None, float, float]:
+        """(an exact measurement's ms or None, weighted sum of the nearby ratios, sum of weights) over the
+        measurements of one alignment class, the PRIOR's weight included."""
         num = den = PRIOR
         for p in self.points:
             if p.aligned != is_aligned:
                 continue
             d = log_distance(p.shape, s)
             if d == 0.0:
-                return p.ms * self.factor
+                return p.ms, num, den
             w = math.exp(-((d / WIDTH) ** 2))
             num, den = num + w * p.ratio, den + w
-        near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
-        penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
-        return self.fitted(s) * num / den * penalty * self.factor
+        return None, num, den
