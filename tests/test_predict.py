@@ -127,6 +127,7 @@ def test_borrow_corrects_an_unaligned_prediction_by_the_aligned_measurements_nea
     on = fit.predict(odd, False)
     ratio = fit.predict(odd, True) / fit.fitted(odd)
     assert ratio > 1.2 and on == pytest.approx(fit.predict(odd, True) * predict.UNALIGNED, rel=1e-9)
+    assert fit.predict(near[0], False) == pytest.approx(1.5 * synthetic(BIG, near[0]) * predict.UNALIGNED)   # measured
     far = Shape(9000, 9001, 9001)   # nothing near either way: the extrapolation share stays
     assert fit.predict(far, False) == pytest.approx(fit.fitted(far) * predict.UNALIGNED * (1 + predict.EXTRAPOLATED),
                                                     rel=0.06)

@@ -276,9 +276,10 @@ class Fitted:
             return exact * self.factor
         near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
         if not near and not is_aligned and BORROW:
-            _, a_num, a_den = self._correction(s, True)
-            if a_den > 0.5:   # the fit checked near s on aligned rows: their ratio, and the unaligned guess alone
-                return self.fitted(s) * a_num / a_den * unaligned_factor(self.config) * self.factor
+            a_exact, a_num, a_den = self._correction(s, True)
+            if a_exact is not None or a_den > 0.5:   # measured near s on aligned rows: that, and the unaligned guess alone
+                aligned_ms = a_exact if a_exact is not None else self.fitted(s) * a_num / a_den
+                return aligned_ms * unaligned_factor(self.config) * self.factor
         penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
         return self.fitted(s) * num / den * penalty * self.factor
 
