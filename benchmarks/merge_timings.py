@@ -15,8 +15,8 @@ larger one); or ``--replace``: then the fresh times replace the shipped ones whe
 
     gemmgen search --grid FILE --timings-only --winners-from changed.json --only-timed --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --replace
- ``--out`` writes the merged file elsewhere
-instead of over the shipped one.
+
+``--out`` writes the merged file elsewhere instead of over the shipped one.
 """
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def main(argv=None) -> int:
     with open(args.out or args.shipped, "w") as fh:
         json.dump(shipped, fh, indent=2)
         fh.write("\n")
-    print(f"{'added to or replaced in' if args.replace else 'added to'} {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
+    what = "added to or replaced in" if args.replace else "added to"
+    print(f"{what} {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
     return 0
 
 

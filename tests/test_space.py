@@ -189,7 +189,7 @@ def test_families_with_a_space():
 @pytest.mark.parametrize("family", TC)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
-    from gemmgen.kernel.rules.tensor_core import unused
+    from gemmgen.kernel.rules import tensor_core, tma
 
     space = load_space(family, arch)
     assert space.family == family and space.arch == arch
@@ -198,7 +198,8 @@ def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
         assert c.family == family and c.async_copy and c.vec == 4 and 2 <= c.stages <= 5
         # a_kmajor: drawn for the TMA kernel in TN/TT; where the rules then refuse it (two blocks an SM
         # without room for A's padding) the trial is pruned
-        assert all(getattr(c, k) == getattr(ref, k) for k in (*unused(c), "dtype") if k != "a_kmajor"), c.name
+        unused = (tma if c.tma else tensor_core).unused(c)
+        assert all(getattr(c, k) == getattr(ref, k) for k in (*unused, "dtype") if k != "a_kmajor"), c.name
         assert c.a_kmajor or (c.tma and c.layout in ("TN", "TT")), c.name
         assert c.BM == c.WM * (c.BM // c.WM) and c.BK in ((32, 64) if c.mma == "wgmma" else (16, 32))
         assert not (c.pad_a and c.swz_a > 1) and not (c.pad_b and c.swz_b > 1)

@@ -126,12 +126,12 @@ def _ws_operands(c: KernelConfig) -> str:
     a = ("A is read from the stage into registers and split there (3xTF32), B by wgmma from shared memory"
          if c.family == "tf32x3" else "wgmma reads A and B from shared memory")
     if c.a_mmajor_stage:
-        return (f"A is {_LAYOUT[c.layout[0]]} and B {_LAYOUT[c.layout[1]]} in global memory; every stage holds A "
-                "as it lies, rows of k padded to BM + 8 (16-byte copies), and B K-major in the 128-byte swizzle "
-                f"wgmma's descriptors read; {a}")
-    transposed = " (A transposed by the producer's 4-byte copies: a_kmajor = false)" if c.a_mmajor_choice else ""
-    return (f"A is {_LAYOUT[c.layout[0]]} and B {_LAYOUT[c.layout[1]]} in global memory; every stage holds "
-            f"K-major tiles in the 128-byte swizzle TMA writes and wgmma's descriptors read{transposed}; {a}")
+        stages = ("A as it lies, rows of k padded to BM + 8 (16-byte copies), and B K-major in the 128-byte swizzle "
+                  "wgmma's descriptors read")
+    else:
+        stages = ("K-major tiles in the 128-byte swizzle TMA writes and wgmma's descriptors read"
+                  + (" (A transposed by the producer's 4-byte copies: a_kmajor = false)" if c.a_mmajor_choice else ""))
+    return f"A is {_LAYOUT[c.layout[0]]} and B {_LAYOUT[c.layout[1]]} in global memory; every stage holds {stages}; {a}"
 
 
 def _tc_math(c: KernelConfig) -> str:

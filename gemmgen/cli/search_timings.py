@@ -102,6 +102,9 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     from ..tune.grid_timings import TimeShape, timing_batches
     from ..tune.pool import run_on_devices
 
+    if args.only_timed and Path(args.winners_from).resolve() == results_path(args, ctx["fp"]).resolve():
+        raise ValueError(f"--only-timed re-times the pairs {args.winners_from} holds, and they count as timed "
+                         "in the file the run writes: give --results a folder of its own")
     have = current(args, ctx["fp"])
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
@@ -111,9 +114,6 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
     source += f"; per shape the {args.top} predicted fastest" if args.top else ""
     if args.only_timed:
-        if Path(args.winners_from).resolve() == results_path(args, ctx["fp"]).resolve():
-            raise ValueError(f"--only-timed re-times the pairs {args.winners_from} holds, and they count as timed "
-                             "in the file the run writes: give --results a folder of its own")
         held = sum((name, key) in timed for key, names in only.items() for name in names)
         source += f"; each on the shapes that file times it on, {held} of those pairs in the output file already"
     out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "

@@ -115,16 +115,16 @@ class KernelConfig(SharedMemory):
         """A copy with some parameters changed (validated only when explained or rendered)."""
         return self.from_dict({**self.to_dict(), **changes})
 
-    def in_layout(self, layout: str) -> "KernelConfig":
-        """This kernel moved to another layout; a choice that layout does not offer returns to its default:
-        a TMA kernel's a_kmajor = False (A transposed by the producer) exists only where A could be staged
+    def in_layout(self, layout: str, **changes: Any) -> "KernelConfig":
+        """This kernel moved to another layout (``changes`` made too); a choice that layout does not offer
+        returns to its default: a TMA kernel's a_kmajor = False (A transposed by the producer) exists only where A could be staged
         as it lies, elsewhere it is the a_kmajor = True kernel.
 
         >>> from gemmgen.kernel.presets import preset
         >>> preset("tf32x3-ws").replace(layout="TN", a_kmajor=False).in_layout("NT").a_kmajor
         True
         """
-        moved = self.replace(layout=layout)
+        moved = self.replace(layout=layout, **changes)
         if moved.tma and not moved.a_kmajor and not moved.a_mmajor_choice:
             return moved.replace(a_kmajor=True)
         return moved

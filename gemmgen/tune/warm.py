@@ -49,7 +49,7 @@ def transfer(config: KernelConfig, shape: Shape, device: DeviceSpec) -> KernelCo
     >>> transfer(preset("tf32x3-wgmma").replace(bounds="none"), Shape(1000, 1000, 1000), known("h100")) is None
     True
     """
-    moved = config.in_layout(shape.layout).replace(label="")
+    moved = config.in_layout(shape.layout, label="")
     return moved if fits(moved, shape, device) else None
 
 
@@ -57,7 +57,7 @@ def in_layout(configs: Sequence[KernelConfig], layout: str, device: DeviceSpec) 
     """The configs moved to ``layout`` (label dropped) that the rules accept on ``device``: what
     :func:`transfer` checks before a shape's bounds, done once per layout where many shapes share one
     (``replace`` and the rules cost ~1 ms a config)."""
-    moved = (c.in_layout(layout).replace(label="") for c in configs)
+    moved = (c.in_layout(layout, label="") for c in configs)
     return [c for c in moved if not explain(c, device)]
 
 

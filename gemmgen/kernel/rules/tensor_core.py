@@ -26,10 +26,8 @@ UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coale
 
 def unused(c: KernelConfig) -> tuple[str, ...]:
     """The UNUSED parameters of config c's kernel: all of them, but prefetch for the cp.async wgmma
-    kernel (there the next stage's split overlaps this stage's wgmma) and a_kmajor where the TMA
-    kernel's producer may stage an m-contiguous A either way (rules.tma)."""
-    return tuple(k for k in UNUSED if not (k == "prefetch" and c.mma == "wgmma" and not c.tma)
-                 and not (k == "a_kmajor" and c.a_mmajor_choice))
+    kernel (there the next stage's split overlaps this stage's wgmma)."""
+    return tuple(k for k in UNUSED if not (k == "prefetch" and c.mma == "wgmma" and not c.tma))
 
 
 def _tc(name):

@@ -43,6 +43,12 @@ def _tma(name):
     return RULES.add(name, "*")
 
 
+def unused(c: KernelConfig) -> tuple[str, ...]:
+    """The UNUSED parameters of TMA config c: all of them, but a_kmajor where the cp.async producer may
+    stage an m-contiguous A either way (a_kmajor = False: transposed K-major by its 4-byte copies)."""
+    return tuple(k for k in UNUSED if not (k == "a_kmajor" and c.a_mmajor_choice))
+
+
 @_tma("TMA_KIND")
 def _kind(c, d):
     out = []
@@ -58,8 +64,7 @@ def _kind(c, d):
 @_tma("TMA_DEFAULTS")
 def _defaults(c, d):
     ref = KernelConfig()
-    # a_kmajor = False: the producer transposes an m-contiguous A (the stages K-major), where it could stage it as it lies
-    diff = [k for k in UNUSED if getattr(c, k) != getattr(ref, k) and not (k == "a_kmajor" and c.a_mmajor_choice)]
+    diff = [k for k in unused(c) if getattr(c, k) != getattr(ref, k)]
     want = {"vec": 16 // c.elem_bytes, "swz_a": 8, "swz_b": 8, "bounds": "checked"}
     wrong = [f"{k} = {getattr(c, k)!r} (must be {v!r})" for k, v in want.items() if getattr(c, k) != v]
     out = []
