@@ -61,7 +61,9 @@ MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
 BORROW = False         # unaligned rows with no unaligned measurement near, but aligned ones: correct the fit by
-                       # those (then only the unaligned factor, no extrapolation share); not yet A/B'd (session 26)
+                       # those (then only the unaligned factor, no extrapolation share). Off: A/B (session 27,
+                       # changed plans of seeds 1-20) H100 30 plans 1.226x -> 1.231x, H200 20 1.178x -> 1.207x,
+                       # but on the held-out seeds (21 41 91 / 21 22 41) 5 of its 7 changed plans ran slower
 
 
 def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, float, int]:
