@@ -1,5 +1,5 @@
 """Benchmark rows, the seed-000 table and JSON, with an injected measure function; `gemmgen bench`
-end to end with a stand-in worker."""
+end to end with a stand-in worker; benchmarks/plan_kernel.py's input checks."""
 from __future__ import annotations
 
 import json
@@ -98,3 +98,16 @@ def test_cli_bench_reports_errors_and_modes(monkeypatch, capsys):
     assert bench.run(_bench_args(json=True)) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["baseline"] for r in rows] == ["fp32", "tf32"] and rows[1]["cublas_err_fp64"] == 2.6e-4
+
+
+def test_plan_kernel_names_a_bad_shape_before_any_gpu_work(capsys):
+    """benchmarks/plan_kernel.py: a shape that is not MxNxK, or a K list with a non-number, is one line
+    naming it (exit 2), before a measuring worker starts."""
+    from tests.scripts import load
+
+    mod = load("plan_kernel")
+    assert mod.main(["12x3/NN"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "12x3" in err and len(err.splitlines()) == 1
+    assert mod.main(["64x64x64/NN", "--k", "1,x"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
