@@ -41,9 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     with MeasureWorker(0) as worker:
         worker.call("ping")
         spec = worker.spec
-        kernels = load_device(spec.name, None, missing_ok=False).timings.kernels
-        for s in shapes:
-            config = kernels[plan(spec.name, s.key)["plan"]["kernel"]].config
+        try:   # no results for this GPU, or none of its kernels takes a shape: one line (ResultsError is one)
+            kernels = load_device(spec.name, None, missing_ok=False).timings.kernels
+            configs = [kernels[plan(spec.name, s.key)["plan"]["kernel"]].config for s in shapes]
+        except ValueError as err:
+            print(f"plan_kernel: {err}", file=sys.stderr)
+            return 2
+        for s, config in zip(shapes, configs):
             for k in ks or [s.K]:
                 run = Shape(s.M, s.N, k, config.layout)
                 try:

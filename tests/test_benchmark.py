@@ -111,3 +111,31 @@ def test_plan_kernel_names_a_bad_shape_before_any_gpu_work(capsys):
     assert "12x3" in err and len(err.splitlines()) == 1
     assert mod.main(["64x64x64/NN", "--k", "1,x"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_plan_kernel_names_a_gpu_without_results(monkeypatch, capsys):
+    """A GPU with no shipped results is one line naming it (exit 2), no traceback, nothing timed."""
+    import gemmgen.measure.worker as worker_mod
+    from tests.scripts import load
+
+    calls = []
+
+    class Worker:   # stands in for the measuring process: its GPU has no results file
+        spec = SimpleNamespace(name="NVIDIA Imaginary GPU")
+
+        def __init__(self, device):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def call(self, method, *args, **kwargs):
+            calls.append(method)
+
+    monkeypatch.setattr(worker_mod, "MeasureWorker", Worker)
+    assert load("plan_kernel").main(["64x64x64/NN"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Imaginary" in err and len(err.splitlines()) == 1 and calls == ["ping"]
