@@ -32,6 +32,14 @@ VARIANTS = {
 }
 
 
+def _a_stage_floats(cfg):
+    """Floats of A a stage holds: [BK][BM + 8] staged as it lies (m contiguous), [BM][BK + 4] unswizzled
+    (k contiguous), else [BM][BK] swizzled."""
+    if cfg.a_mmajor_stage:
+        return cfg.BK * (cfg.BM + 8)
+    return cfg.BM * (cfg.BK + 4) if cfg.a_kshift_stage else cfg.BM * cfg.BK
+
+
 def _rules(cfg, target="h100"):
     return [v.rule for v in explain(cfg, target)]
 
@@ -132,8 +140,7 @@ def test_persistent_mbarriers_sit_past_the_staging_tile_at_the_end_of_shared_mem
     cfg = WS.replace(stages=2, persistent=16, **{"BN": 64, "WN": 64, **change})
     code = render(cfg, for_arch("sm_90")).code
     offset = int(re.search(r"reinterpret_cast<unsigned long long\*>\(cstage \+ (\d+)\)", code).group(1))
-    lda = cfg.BM + 8 if cfg.a_mmajor_stage else cfg.BM                     # A staged as it lies: rows of BM + 8
-    stages_floats = cfg.stages * (lda * cfg.BK + 2 * cfg.BN * cfg.BK)     # A and B, then B's small parts
+    stages_floats = cfg.stages * (_a_stage_floats(cfg) + 2 * cfg.BN * cfg.BK)   # A and B, then B's small parts
     assert (stages_floats + offset) * 4 + cfg.stages * 24 == cfg.smem_bytes
     assert offset == cfg.c_stage_floats
 
@@ -233,7 +240,7 @@ def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
         assert WS.replace(layout=layout, swap=swap).a_mmajor_stage
     assert not WS.replace(layout="NT").a_mmajor_stage and not WS.replace(layout="NN").a_mmajor_stage
     plain = WS.replace(layout="TN")
-    assert plain.smem_bytes - plain.replace(layout="NT").smem_bytes == plain.stages * 8 * plain.BK * 4
+    assert plain.tma_tile_bytes - plain.replace(layout="TN", a_kmajor=False).tma_tile_bytes == plain.stages * 8 * plain.BK * 4
     for cfg in (WS.replace(layout="TN", BM=64, BN=192, WN=192, stages=4),            # 227 KB a block
                 WS.replace(layout="TN", BN=48, WN=48, stages=4, min_blocks=2)):     # two blocks an SM
         assert not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
@@ -250,7 +257,7 @@ def test_a_kmajor_false_keeps_the_producers_transposing_copies_where_a_could_be_
         cfg = WS.replace(layout=layout, swap=swap, a_kmajor=False)
         assert cfg.a_mmajor_choice and not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
         assert "_atp0s8_" in cfg.name and "_atp" not in WS.replace(layout=layout, swap=swap).name
-        assert cfg.smem_bytes == cfg.replace(layout="NT", swap=False, a_kmajor=True).smem_bytes
+        assert cfg.tma_tile_bytes == cfg.stages * (cfg.BM * cfg.BK + 2 * cfg.BN * cfg.BK) * 4   # A swizzled, no padding
         code = _code(layout, swap=swap, a_kmajor=False)
         assert "A + (long long)(k0 + r0) * lda + m" not in code
         assert "A + (long long)(k0 + r0) * lda + m" in _code(layout, swap=swap)
@@ -263,3 +270,31 @@ def test_a_kmajor_false_keeps_the_producers_transposing_copies_where_a_could_be_
     atp = WS.replace(layout="TN", a_kmajor=False)
     assert atp.in_layout("NT") == WS.replace(layout="NT") and atp.in_layout("TT") == atp.replace(layout="TT")
     assert not preset("v5").in_layout("TN").a_kmajor
+
+
+def test_k_contiguous_a_is_staged_unswizzled_and_copied_16_bytes_a_copy_where_the_carveout_stays():
+    """3xTF32 with the kernel's A and B k contiguous (NT, swapped or not): A staged [BM][BK + 4] (2 KB more a
+    stage at BM = 128), its rows copied as the 16-byte chunks around them (unaligned rows shifted, a 9th
+    chunk for their ends) and read by the consumers where they landed; only where that padding keeps the
+    SM's shared-memory carveout (else L1, through which 4-byte copies go, shrinks: 266x7295x474 NT ran
+    0.84x as fast with it, session 28) and fits; else the swizzled layout as before."""
+    from gemmgen.kernel.memory import hopper_carveout
+
+    kshift = WS.replace(layout="NT", BN=160, WN=160, stages=3)
+    for swap in (False, True):
+        cfg = kshift.replace(swap=swap)
+        assert cfg.a_kshift_stage and not cfg.a_mmajor_stage and not explain(cfg, "h100"), cfg.name
+        assert cfg.tma_tile_bytes == cfg.stages * (cfg.BM * (cfg.BK + 4) + 2 * cfg.BN * cfg.BK) * 4
+        code = render(cfg, for_arch("sm_90")).code
+        assert "constexpr int LDK = BK + 4;" in code and "row r's chunk 8 (shifted rows)" in code
+        assert "a[r * LDK + ks * KSTEP + 4 * (e >> 1) + tig]" in code and "const int a_shift = row_shift(grp, a_ld4);" in code
+    # the carveout: 4 stages of 128x128 hold 193 KiB an SM (carveout 196), padded 201 (228): swizzled
+    plain = WS.replace(layout="NT")
+    assert not plain.a_kshift_stage and "LDK" not in _code("NT")
+    padded = plain._tma_bytes(4 * plain.BM * 4) + plain.stages * 24 + 1024
+    assert hopper_carveout(plain.smem_bytes + 1024) < hopper_carveout(padded)
+    # A m contiguous (staged as it lies instead), or B n contiguous (its transposing copies want L1)
+    for layout, swap in (("TN", False), ("TT", False), ("NN", True), ("NN", False), ("TT", True), ("TN", True)):
+        cfg = kshift.replace(layout=layout, swap=swap)
+        assert not cfg.a_kshift_stage and "LDK" not in render(cfg, for_arch("sm_90")).code
+    assert not kshift.replace(async_copy=False).a_kshift_stage            # TMA: the copy engine's layout

@@ -13,6 +13,17 @@ from .families import HALF
 HOPPER_SMEM_PER_BLOCK = 232448   # shared memory an sm_90 block may opt in to (H100 and H200 alike)
 HOPPER_SMEM_PER_SM = 233472      # ... and an sm_90 SM holds
 EPILOGUE_LD = 20                  # floats per row of the wmma family's 16x16 epilogue staging tile
+HOPPER_CARVEOUTS_KIB = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)   # shared memory an sm_90 SM can split off L1
+
+
+def hopper_carveout(per_sm: int) -> int | None:
+    """The least shared-memory carveout (bytes) of an sm_90 SM that holds ``per_sm`` bytes (its blocks'
+    shared memory, 1 KB reserved each); L1 gets the rest of 256 KB. None past the largest.
+
+    >>> hopper_carveout(193 * 1024), hopper_carveout(205 * 1024) // 1024, hopper_carveout(229 * 1024)
+    (200704, 228, None)
+    """
+    return next((k * 1024 for k in HOPPER_CARVEOUTS_KIB if k * 1024 >= per_sm), None)
 
 
 class SharedMemory:
@@ -83,9 +94,33 @@ class SharedMemory:
         return need <= HOPPER_SMEM_PER_BLOCK and self.min_blocks * (need + 1024) <= HOPPER_SMEM_PER_SM
 
     @property
+    def a_kshift_stage(self) -> bool:
+        """The warp-specialized cp.async 3xTF32 kernel stages a k-contiguous A unswizzled, [BM][BK + 4]: each
+        row as the 16-byte chunks of global memory around it, so rows that are not 16-byte aligned (lda % 4
+        != 0) are copied 16 bytes at a time too (row m lands (m * lda) % 4 floats late, and the consumers,
+        which read their fragments into registers, read it there), not 4 bytes a copy into wgmma's swizzled
+        layout. Where BK is 32 (a quarter-warp moves a row's 8 chunks), B is k contiguous too (NT as run),
+        and the 9th chunk of each row keeps the SM's shared-memory carveout (:func:`hopper_carveout`); else
+        swizzled as before. On the H100 (session 28) the NT plans with unaligned rows of A gained 3-11%
+        (621x432x9883 NT 117 -> 106 us), but where the padding moved the carveout (a 128x64 6-stage kernel:
+        193 -> 205 KiB an SM, carveout 196 -> 228 KiB) L1 lost the room the 4-byte copies go through (B's
+        unaligned or n-contiguous rows): 266x7295x474 NT ran 0.84x as fast, and NN plans 0.87-0.94x, where
+        an n-contiguous B is transposed by 4-byte copies through L1 (NN stays swizzled: it gained nowhere)."""
+        if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout == "NT"):
+            return False
+        if self.BK != 32 or self.BM % 64:
+            return False
+        # min_blocks blocks an SM: registers hold these kernels there (384 threads of 168, or 80 at two)
+        plain, need = (self._tma_bytes(pad) + self.stages * 24 + 1024 for pad in (0, 4 * self.BM * 4))
+        return (need - 1024 <= HOPPER_SMEM_PER_BLOCK and self.min_blocks * need <= HOPPER_SMEM_PER_SM
+                and hopper_carveout(self.min_blocks * need) == hopper_carveout(self.min_blocks * plain))
+
+    @property
     def tma_tile_bytes(self) -> int:
         """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
         tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
+        if self.a_kshift_stage:
+            return self._tma_bytes(4 * self.BM * 4)           # A's rows of k padded to BK + 4
         return self._tma_bytes(8 * self.BK * 4 if self.a_mmajor_stage else 0)   # A's rows of k padded to BM + 8
 
     def _tma_bytes(self, a_pad: int) -> int:

@@ -96,6 +96,34 @@ def test_m_contiguous_a_transposed_by_the_producer(hopper, name, layout, pad):
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
 
+# NT kernels whose padding for A's shifted rows keeps the SM's shared-memory carveout (a_kshift_stage)
+KSHIFT = {
+    "128x160-s3": WS.replace(BN=160, WN=160, stages=3),
+    "128x96-s5-k4a": WS.replace(BN=96, WN=96, stages=5, split_k=4),
+    "64x128-s5-k3w": WS.replace(BM=64, stages=5, split_k=3, reduce="workspace"),
+    "128x128-s2-p16": WS.replace(stages=2, persistent=16),
+    "128x48-s3-o2": WS.replace(BN=48, WN=48, stages=3, min_blocks=2),
+}
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2, 3])
+@pytest.mark.parametrize("layout", ["NT", "NT-sw"])
+@pytest.mark.parametrize("name", KSHIFT)
+def test_k_contiguous_rows_of_a_copied_shifted(hopper, name, layout, pad):
+    """The kernel's A and B k contiguous (NT; swapped, A is C's B) has A staged unswizzled, 16 bytes a
+    copy: aligned rows (pad 3: K + 3 = 136), and rows with ld % 4 = 1, 2, 3 copied as the chunks around
+    them, shifted (the consumers read each row where it landed); ragged M, N and K (K = 133: the last step
+    a partial chunk), split-K by atomics and through a workspace, the persistent grid, two blocks an SM.
+    The other tests' NT kernels (128x128 4 stages, say) keep the swizzled stage: their padding would move
+    the carveout."""
+    layout, _, sw = layout.partition("-")
+    cfg = KSHIFT[name].replace(layout=layout, swap=bool(sw))
+    assert cfg.a_kshift_stage
+    errors = hopper.check(cfg, Shape(333, 271, 133, layout) if not sw else Shape(45, 333, 133, layout),
+                          seed=pad, pad=pad)
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
+
 def _stored(rng, rows, cols, ld, offset):
     """A rows x ld buffer of random non-zero values whose first element is `offset` floats into its
     allocation (so it starts off a 16-byte boundary where offset % 4 != 0); its first `cols` columns
