@@ -102,6 +102,16 @@ def test_explain_describes_hopper_kernels_as_wgmma(capsys, name, says):
     assert "mma.sync" not in what and "WMMA tiles" not in what
 
 
+def test_explain_names_how_the_ws_kernel_stages_a(capsys):
+    """The warp-specialized kernel's stages as explain tells them: A as it lies (TN), A unswizzled with its
+    unaligned rows shifted (NT where the padding keeps the carveout), else the swizzled K-major tiles."""
+    says = {("TN", "3"): "A as it lies", ("NT", "3"): "A unswizzled", ("NT", "4"): "K-major tiles in the 128-byte"}
+    for (layout, stages), words in says.items():
+        code, out, _ = run(capsys, "explain", "--preset", "tf32x3-ws", "--set", f"layout={layout}", "--set", "BN=160",
+                           "--set", "WN=160", "--set", f"stages={stages}", "--no-ptxas")
+        assert code == 0 and words in out.split("What it does:")[1], (layout, stages)
+
+
 def test_explain_json_has_everything(capsys):
     code, out, _ = run(capsys, "explain", "--preset", "v12", "--arch", "a100", "--json", "--no-ptxas")
     r = json.loads(out)

@@ -128,6 +128,9 @@ def _ws_operands(c: KernelConfig) -> str:
     if c.a_mmajor_stage:
         stages = ("A as it lies, rows of k padded to BM + 8 (16-byte copies), and B K-major in the 128-byte swizzle "
                   "wgmma's descriptors read")
+    elif c.a_kshift_stage:
+        stages = ("A unswizzled, rows of BK + 4 (16-byte copies, unaligned rows shifted), and B K-major in the "
+                  "128-byte swizzle wgmma's descriptors read")
     else:
         stages = ("K-major tiles in the 128-byte swizzle TMA writes and wgmma's descriptors read"
                   + (" (A transposed by the producer's 4-byte copies: a_kmajor = false)" if c.a_mmajor_choice else ""))
