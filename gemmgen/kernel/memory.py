@@ -88,10 +88,8 @@ class SharedMemory:
         # of 4 apart (one shift a thread), BK a multiple of that step
         if 128 % self.BM or (512 // self.BM) % 4 or self.BK % (512 // self.BM):
             return False
-        # ... where the stages have room for the padding (else transposed as before): Hopper's 227 KB a
-        # block, and its min_blocks blocks on an SM (1 KB each reserved)
-        need = self._tma_bytes(8 * self.BK * 4) + self.stages * 24
-        return need <= HOPPER_SMEM_PER_BLOCK and self.min_blocks * (need + 1024) <= HOPPER_SMEM_PER_SM
+        # ... where the stages have room for the padding (else transposed as before)
+        return self._fits(self._mmajor_pad)
 
     @property
     def a_kshift_stage(self) -> bool:
@@ -111,17 +109,37 @@ class SharedMemory:
         if self.BK != 32 or self.BM % 64:
             return False
         # min_blocks blocks an SM: registers hold these kernels there (384 threads of 168, or 80 at two)
-        plain, need = (self._tma_bytes(pad) + self.stages * 24 + 1024 for pad in (0, 4 * self.BM * 4))
-        return (need - 1024 <= HOPPER_SMEM_PER_BLOCK and self.min_blocks * need <= HOPPER_SMEM_PER_SM
-                and hopper_carveout(self.min_blocks * need) == hopper_carveout(self.min_blocks * plain))
+        per_sm = [self.min_blocks * (self._block_bytes(pad) + 1024) for pad in (0, self._kshift_pad)]
+        return self._fits(self._kshift_pad) and hopper_carveout(per_sm[1]) == hopper_carveout(per_sm[0])
+
+    @property
+    def _mmajor_pad(self) -> int:
+        """Bytes a stage of A staged m-major (a_mmajor_stage) adds: its BK rows padded to BM + 8."""
+        return 8 * self.BK * 4
+
+    @property
+    def _kshift_pad(self) -> int:
+        """Bytes a stage of A staged unswizzled (a_kshift_stage) adds: its BM rows padded to BK + 4."""
+        return 4 * self.BM * 4
+
+    def _block_bytes(self, a_pad: int) -> int:
+        """A TMA kernel's shared memory a block with ``a_pad`` more bytes a stage: the tiles, then the
+        stages' mbarriers (full, empty, ready: 24 bytes a stage)."""
+        return self._tma_bytes(a_pad) + self.stages * 24
+
+    def _fits(self, a_pad: int) -> bool:
+        """Whether the stages, ``a_pad`` bytes more each, have room: Hopper's 227 KB a block, and its
+        min_blocks blocks on an SM (1 KB each reserved)."""
+        need = self._block_bytes(a_pad)
+        return need <= HOPPER_SMEM_PER_BLOCK and self.min_blocks * (need + 1024) <= HOPPER_SMEM_PER_SM
 
     @property
     def tma_tile_bytes(self) -> int:
         """A TMA kernel's tiles in shared memory: the stages (3xTF32: and B's small parts), then C's staging
         tile where persistent (else C is staged in the drained stages); its mbarriers follow."""
         if self.a_kshift_stage:
-            return self._tma_bytes(4 * self.BM * 4)           # A's rows of k padded to BK + 4
-        return self._tma_bytes(8 * self.BK * 4 if self.a_mmajor_stage else 0)   # A's rows of k padded to BM + 8
+            return self._tma_bytes(self._kshift_pad)
+        return self._tma_bytes(self._mmajor_pad if self.a_mmajor_stage else 0)
 
     def _tma_bytes(self, a_pad: int) -> int:
         """tma_tile_bytes with ``a_pad`` more bytes a stage."""
