@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import (geomean, leading_dims, operands, parse_shape, plan_name,  # noqa: E402
+from matmul_vs_cublas import (geomean, leading_dims, operands, parse_macs, parse_shape, plan_name,  # noqa: E402
                               random_shapes, rel_error, tuned_keys)
 
 
@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]")
     ap.add_argument("--random", type=int, metavar="N", help="N random untuned shapes per --seed")
     ap.add_argument("--seed", type=int, action="append", default=[], help="seeds of --random (repeatable)")
+    ap.add_argument("--macs", type=parse_macs, default=(27, 37), metavar="LO:HI",
+                    help="multiply-adds of the random shapes, 2^LO..2^HI (default 27:37)")
     ap.add_argument("--only-changed", action="store_true", help="time only shapes whose plans differ")
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--json", metavar="FILE")
@@ -76,7 +78,7 @@ def main(argv=None) -> int:
             ap.error(f"results file {path!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
     shapes = list(args.shape)
     for seed in args.seed if args.random else []:
-        shapes += random_shapes(args.random, seed, tuned_keys())
+        shapes += random_shapes(args.random, seed, tuned_keys(), args.macs)
 
     import cupy
 

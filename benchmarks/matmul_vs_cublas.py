@@ -37,8 +37,13 @@ def load_shapes(path: Path) -> list[tuple[int, int, int, str]]:
     return [(*map(int, s["mnk"]), s.get("layout", "NN").upper()) for s in data["shape"]]
 
 
+class BadValue(argparse.ArgumentTypeError, ValueError):
+    """A command-line value that is not valid: argparse prints its message (a plain ValueError prints
+    only "invalid <type> value"), and callers may catch it as a ValueError."""
+
+
 def parse_shape(text: str) -> tuple[int, int, int, str]:
-    """'MxNxK' or 'MxNxK/LAYOUT' (a ValueError that names the text otherwise: usable as argparse's type)."""
+    """'MxNxK' or 'MxNxK/LAYOUT' (a BadValue that names the text otherwise: usable as argparse's type)."""
     dims, _, layout = text.partition("/")
     try:
         M, N, K = (int(x) for x in dims.lower().split("x"))
@@ -46,22 +51,34 @@ def parse_shape(text: str) -> tuple[int, int, int, str]:
         M = N = K = 0
     layout = (layout or "NN").upper()
     if min(M, N, K) < 1 or layout not in ("NN", "NT", "TN", "TT"):
-        raise ValueError(f"shape {text!r}: want MxNxK or MxNxK/LAYOUT, positive sizes, LAYOUT one of NN, NT, TN, TT")
+        raise BadValue(f"shape {text!r}: want MxNxK or MxNxK/LAYOUT, positive sizes, LAYOUT one of NN, NT, TN, TT")
     return M, N, K, layout
 
 
-def random_shapes(count: int, seed: int, grid: set) -> list[tuple[int, int, int, str]]:
-    """Shapes no one tuned: M, N, K log-uniform in 16..12000 with 2^27..2^37 multiply-adds (a 10 us to
-    3 ms problem, not a launch), any layout, none in ``grid`` (MxNxK/LAYOUT keys)."""
+def random_shapes(count: int, seed: int, grid: set, macs: tuple[int, int] = (27, 37)) -> list[tuple[int, int, int, str]]:
+    """Shapes no one tuned: M, N, K log-uniform in 16..12000 with 2^macs[0]..2^macs[1] multiply-adds
+    (by default a 10 us to 3 ms problem, not a launch), any layout, none in ``grid`` (MxNxK/LAYOUT
+    keys). The default range draws the same shapes for a seed as it always has."""
     import random
 
     rng, out = random.Random(seed), []
     while len(out) < count:
         M, N, K = (int(round(math.exp(rng.uniform(math.log(16), math.log(12000))))) for _ in range(3))
         layout = rng.choice(("NN", "NN", "NT", "TN", "TT"))
-        if 2 ** 27 <= M * N * K <= 2 ** 37 and f"{M}x{N}x{K}/{layout}" not in grid:
+        if 2 ** macs[0] <= M * N * K <= 2 ** macs[1] and f"{M}x{N}x{K}/{layout}" not in grid:
             out.append((M, N, K, layout))
     return out
+
+
+def parse_macs(text: str) -> tuple[int, int]:
+    """'LO:HI', exponents of two with 12 <= LO <= HI <= 40 (a BadValue that names the text otherwise)."""
+    try:
+        lo, hi = (int(x) for x in text.split(":"))
+    except ValueError:
+        lo = hi = -1
+    if not 12 <= lo <= hi <= 40:
+        raise BadValue(f"--macs {text!r}: want LO:HI, powers of two of the multiply-adds, 12 <= LO <= HI <= 40 (e.g. 15:27)")
+    return lo, hi
 
 
 def tuned_keys(shapes_file: Path | None = None) -> set:
@@ -196,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--random", type=int, metavar="N", help="time N random shapes outside the set and the grids instead")
     ap.add_argument("--seed", type=int, action="append", default=[],
                     help="seed of --random (default 0; repeatable: a table per seed, rows tagged with it)")
+    ap.add_argument("--macs", type=parse_macs, default=(27, 37), metavar="LO:HI",
+                    help="multiply-adds of --random's shapes, 2^LO..2^HI (default 27:37; 15:27 draws launch-sized products)")
     ap.add_argument("--family", help="restrict matmul's dispatch to one family (e.g. simt)")
     ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per shape in ms (default 200)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -203,7 +222,7 @@ def main(argv=None) -> int:
                     help="processes compiling the planned kernels before timing (default: half the cores)")
     args = ap.parse_args(argv)
     if args.random:
-        groups = [(seed, random_shapes(args.random, seed, tuned_keys(args.shapes))) for seed in args.seed or [0]]
+        groups = [(seed, random_shapes(args.random, seed, tuned_keys(args.shapes), args.macs)) for seed in args.seed or [0]]
     else:
         groups = [(None, list(args.shape) if args.shape else load_shapes(args.shapes))]
 

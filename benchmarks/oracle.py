@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import geomean, packed_lds, parse_shape, random_shapes, tuned_keys  # noqa: E402
+from matmul_vs_cublas import geomean, packed_lds, parse_macs, parse_shape, random_shapes, tuned_keys  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -30,6 +30,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]")
     ap.add_argument("--random", type=int, metavar="N", help="N random shapes outside the set and grids")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--macs", type=parse_macs, default=(27, 37), metavar="LO:HI",
+                    help="multiply-adds of the random shapes, 2^LO..2^HI (default 27:37)")
     ap.add_argument("--extra", action="append", default=[], metavar="PRESET",
                     help="also time this preset where it accepts the shape (e.g. tf32x3-tma)")
     ap.add_argument("--chunk", type=int, default=8, help="kernels timed interleaved at once (default 8)")
@@ -37,7 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     if args.random:
-        shapes = random_shapes(args.random, args.seed, tuned_keys())
+        shapes = random_shapes(args.random, args.seed, tuned_keys(), args.macs)
     else:
         shapes = list(args.shape)
 
@@ -48,7 +50,7 @@ def main(argv=None) -> int:
     from gemmgen.kernel.presets import preset
     from gemmgen.kernel.rules import explain
     from gemmgen.measure.session import Session
-    from gemmgen.runtime.predict import aligned
+    from gemmgen.runtime.counts import aligned
 
     lib = gemmgen.load()
     session = Session(0)

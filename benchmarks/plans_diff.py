@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from matmul_vs_cublas import HERE, load_shapes, packed_lds, plan_name, random_shapes, tuned_keys  # noqa: E402
+from matmul_vs_cublas import HERE, load_shapes, packed_lds, parse_macs, plan_name, random_shapes, tuned_keys  # noqa: E402
 
 
 def seeds(text: str) -> list[int]:
@@ -29,6 +29,8 @@ def main(argv=None) -> int:
     ap.add_argument("a", type=Path, help="results file A (e.g. the shipped one before a merge)")
     ap.add_argument("b", type=Path, help="results file B")
     ap.add_argument("--seeds", type=seeds, default=seeds("1-20"), help="random seeds, '1-20' or '3,5' (default 1-20)")
+    ap.add_argument("--macs", type=parse_macs, default=(27, 37), metavar="LO:HI",
+                    help="multiply-adds of the random shapes, 2^LO..2^HI (default 27:37)")
     ap.add_argument("--set", action="store_true", help="also the benchmark set (benchmarks/shapes.toml)")
     ap.add_argument("--family", help="restrict both dispatches to one family (e.g. simt)")
     args = ap.parse_args(argv)
@@ -50,7 +52,7 @@ def main(argv=None) -> int:
 
     libs = library(args.a), library(args.b)
     grid = tuned_keys()
-    shapes = [s for seed in args.seeds for s in random_shapes(24, seed, grid)]
+    shapes = [s for seed in args.seeds for s in random_shapes(24, seed, grid, args.macs)]
     shapes += load_shapes(HERE / "shapes.toml") if args.set else []
     changed = 0
     for M, N, K, L in shapes:
