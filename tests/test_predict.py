@@ -15,8 +15,9 @@ from gemmgen.kernel.presets import preset
 from gemmgen.records.timings import Timings
 from gemmgen.runtime.dispatch import candidates, choose, fit_all, layout_factors, pack_plan
 from gemmgen.runtime.library import KernelLibrary
-from gemmgen.runtime import predict
-from gemmgen.runtime.predict import Fitted, counts, latency_steps, max_resident
+from gemmgen.runtime import counts as counts_mod, predict
+from gemmgen.runtime.counts import counts, latency_steps
+from gemmgen.runtime.predict import Fitted, max_resident
 
 H100 = known("h100")
 BIG = preset("tf32x3-wgmma")                                   # 128x128 tiles
@@ -147,6 +148,49 @@ def test_unaligned_guess_is_milder_for_warp_specialized_cp_async_kernels():
     assert choose(fits, 3001, 2999, 1001, lda=1001, ldb=2999).config == ws
 
 
+def test_no_kernel_is_predicted_under_the_launch_base():
+    """A kernel timed only on large shapes extrapolates its per-step time down to a few microseconds on
+    a tiny product; the launch base (FLOOR times the least time measured on the GPU) keeps it from
+    beating a kernel measured there. H100, session 29: a skinny kernel predicted 1.8 us on 16x16x16 ran
+    14 us where the SIMT kernel measured there runs 5.3."""
+    tiny, small_cfg = Shape(16, 16, 16), preset("v10")
+    big_only = {s: synthetic(BIG, s, u=0.0008, v=0.0) for s in GRID}              # ~0.8 us a block-step
+    measured_small = {tiny: 0.0053, **{s: synthetic(small_cfg, s) for s in GRID}}
+    timings = Timings.empty()
+    for cfg, points in ((BIG, big_only), (small_cfg, measured_small)):
+        for s, t in points.items():
+            timings = timings.add(cfg, s, t)
+    fits = fit_all(timings.of_precision("fp32"), H100)
+    base = predict.FLOOR * 0.0053
+    assert all(f.base == pytest.approx(base) for f in fits)
+    big = next(f for f in fits if f.config == BIG)
+    assert base < big.predict(tiny) < base + 0.002                # the launch, and one block's one step
+    assert choose(fits, 16, 16, 16).config == small_cfg
+    old = [Fitted.fit(k.config, k.shapes(), H100, k.resident) for k in timings.of_precision("fp32")]   # base 0
+    assert choose(old, 16, 16, 16).config == BIG
+
+
+def test_unaligned_and_extrapolated_markups_leave_the_launch_base_alone():
+    """4-byte copies and an extrapolation slow a kernel's work, not its launch: only the predicted time
+    above ``base`` takes the UNALIGNED factor and the EXTRAPOLATED share."""
+    fit = Fitted.fit(BIG, {s: synthetic(BIG, s) + 0.005 for s in GRID}, H100, base=0.005)
+    assert fit.u == pytest.approx(0.004, rel=1e-6) and fit.v == pytest.approx(0.01, rel=1e-6)
+    far = Shape(12000, 12000, 9000)
+    aligned_ms = fit.predict(far, True)
+    assert aligned_ms == pytest.approx(0.005 + synthetic(BIG, far) * (1 + predict.EXTRAPOLATED), rel=1e-6)
+    assert fit.predict(far, False) == pytest.approx(0.005 + (aligned_ms - 0.005) * predict.UNALIGNED, rel=1e-9)
+    assert fit.predict(GRID[0], True) == pytest.approx(synthetic(BIG, GRID[0]) + 0.005)   # measured: as it was
+
+
+def test_simt_kernels_take_the_mildest_unaligned_guess():
+    """The SIMT kernels load through registers and are bound by their FMAs: with no unaligned timing
+    near, their 4-byte loads are guessed UNALIGNED_SIMT times slower, less than the tensor-core kernels'."""
+    fit = Fitted.fit(preset("v10"), {s: synthetic(preset("v10"), s) for s in GRID}, H100)
+    odd = Shape(3001, 2999, 1001)
+    assert fit.predict(odd, False) / fit.predict(odd, True) == pytest.approx(predict.UNALIGNED_SIMT)
+    assert 1.0 < predict.UNALIGNED_SIMT < predict.UNALIGNED
+
+
 def test_split_k_wins_where_tiles_are_few():
     fits = [Fitted.fit(c, {s: synthetic(c, s) for s in GRID}, H100) for c in (BIG, SPLIT)]
     assert choose(fits, 128, 4096, 8192).config == SPLIT    # 32 tiles: one slice each leaves 100 SMs idle
@@ -186,7 +230,9 @@ def test_layouts_transfer_with_the_measured_factor():
     served = {f.config.name: f for f in candidates(fits, "TN", H100)}
     moved = SPLIT.replace(layout="TN").name
     assert set(served) == {tn.name, moved}                     # BIG itself is timed in TN already
-    assert served[moved].predict(Shape(1024, 1024, 1024, "TN")) == pytest.approx(2.5)
+    base = predict.FLOOR * 1.0                                  # the least time timed: launches take that
+    assert served[moved].base == pytest.approx(base)
+    assert served[moved].predict(Shape(1024, 1024, 1024, "TN")) == pytest.approx(base + (2.0 - base) * 1.25)
     assert candidates(fits, "TN", H100, family="simt") == []
 
 
@@ -306,9 +352,9 @@ SHALLOW = [Shape(4500, 3800, 21), Shape(3300, 2800, 11), Shape(2600, 3300, 29), 
 
 
 def test_empty_slices_are_told_by_the_k_steps():
-    assert predict.empty_slices(DEEP_SPLIT, Shape(4500, 3800, 21))           # one K step, 32 slices
-    assert not predict.empty_slices(DEEP_SPLIT, Shape(1024, 1024, 32 * DEEP_SPLIT.BK))   # a step each
-    assert not predict.empty_slices(BIG, Shape(4500, 3800, 21))              # no split: no slices
+    assert counts_mod.empty_slices(DEEP_SPLIT, Shape(4500, 3800, 21))           # one K step, 32 slices
+    assert not counts_mod.empty_slices(DEEP_SPLIT, Shape(1024, 1024, 32 * DEEP_SPLIT.BK))   # a step each
+    assert not counts_mod.empty_slices(BIG, Shape(4500, 3800, 21))              # no split: no slices
 
 
 def test_shallow_points_leave_the_split_k_fit_alone():

@@ -11,7 +11,8 @@ from gemmgen.kernel.presets import preset
 from gemmgen.records.store import load_file
 from gemmgen.runtime.library import KernelLibrary
 from gemmgen.runtime import predict
-from gemmgen.runtime.predict import Fitted, counts
+from gemmgen.runtime.counts import counts
+from gemmgen.runtime.predict import Fitted
 from gemmgen.runtime.staging import copied_ld, stage_plan
 
 H100 = known("h100")

@@ -22,7 +22,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..records.lookup import load_device
     from ..runtime.library import KernelLibrary
     from ..runtime.precision import check_family
-    from ..runtime.predict import aligned
+    from ..runtime.counts import aligned
     from ..runtime.staging import copies_ms
 
     s = Shape.parse(shape)

@@ -57,7 +57,7 @@ def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int
     kernel it has no time model for (untimed, or timed only where its split-K slices go empty): nothing
     to predict from. Timing only these spends the GPU where a pick can change."""
     from ..runtime.dispatch import candidates, fit_all, layout_factors
-    from ..runtime.predict import aligned_for
+    from ..runtime.counts import aligned_for
     from ..tune.warm import in_layout
 
     families = {c.family for c in configs}

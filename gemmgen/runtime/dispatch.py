@@ -23,7 +23,6 @@ True
 """
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Iterable, Mapping, Sequence
 
@@ -34,7 +33,8 @@ from ..kernel.rules import explain
 from ..records.entry import Entry
 from ..records.timings import KernelTimes
 from .arrays import aligned_ld
-from .predict import LAUNCH_MS, Fitted, aligned, aligned_for, fit_points
+from .counts import aligned, aligned_for, log_distance
+from .predict import LAUNCH_MS, Fitted, fit_points, launch_base
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
@@ -56,15 +56,6 @@ PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out 
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 
 
-def log_distance(a: Shape, b: Shape) -> float:
-    """sqrt(sum(log(x/y)^2)) over M, N, K: shapes twice as large in every dimension are sqrt(3)*ln2 apart.
-
-    >>> round(log_distance(Shape(1024, 1024, 1024), Shape(2048, 2048, 2048)), 4)
-    1.2006
-    """
-    return math.sqrt(sum(math.log(x / y) ** 2 for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K))))
-
-
 def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str = "NN",
              lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
              aligned: bool = True) -> Entry | None:
@@ -83,8 +74,11 @@ def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str =
 
 def fit_all(kernels: Iterable[KernelTimes], spec: DeviceSpec) -> list[Fitted]:
     """A time model per timed kernel: those with a measurement whose split-K slices all get K (a
-    kernel timed only where slices go empty has nothing to fit: :func:`.predict.fit_points`)."""
-    return [Fitted.fit(k.config, k.shapes(), spec, k.resident) for k in kernels
+    kernel timed only where slices go empty has nothing to fit: :func:`.predict.fit_points`), all with
+    the same launch base (:func:`.predict.launch_base` of every time given)."""
+    kernels = list(kernels)
+    base = launch_base(t for k in kernels for t in k.ms.values())
+    return [Fitted.fit(k.config, k.shapes(), spec, k.resident, base) for k in kernels
             if fit_points(k.config, k.shapes())]
 
 

@@ -2,7 +2,7 @@
 
 A kernel's time is modelled as
 
-    t = u * waves * steps + w * rounds * steps + v * waves + reduce_bytes / bandwidth + extra_launches * LAUNCH_MS
+    t = base + u * waves * steps + w * rounds * steps + v * waves + reduce_bytes / bandwidth + extra_launches * LAUNCH_MS
 
 with ``waves = ceil(blocks / SMs)`` (blocks = tiles x split-K slices: the blocks the busiest SM runs),
 ``rounds = ceil(waves / resident)`` (the blocks an SM holds at once run together: ``resident`` of them
@@ -11,7 +11,10 @@ slice's partial written and read back; atomics: C scaled, then each slice adds i
 block's share of the SM per K step (throughput), ``w`` the latency of one K step that the resident
 blocks overlap (copy wait, split, barrier, tensor-core wait: on the H100 a 64x64 cp.async 3xTF32 kernel
 alone on an SM takes 1.1 us per 32-deep step, 0.44 us per block-step with eight to an SM), ``v`` a
-block's prologue and epilogue. ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by
+block's prologue and epilogue, ``base`` what any launch of any kernel takes on the GPU (FLOOR times the
+least time measured there, not fitted: a kernel timed only on large shapes says nothing of it, and
+without it such a kernel's fit went to 1.8 us on 16x16x16 where it ran 14 us and nothing runs under
+5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by
 least squares on relative error, for each ``resident`` from 1 (the model without a latency term) to the
 kernel's resident blocks per SM (:func:`max_resident`: recorded with the timings, or what is sure from
 shared memory, threads and launch bounds), keeping the best; for the wgmma kernels only
@@ -39,11 +42,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from ..base.devices import DeviceSpec
 from ..base.shape import Shape
 from ..kernel.config import KernelConfig
+from .counts import aligned_for, counts, empty_slices, latency_bound, latency_steps, log_distance, rounds_steps
 from .nnls import nonnegative_least_squares
 
 LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale or reduce kernel)
@@ -55,46 +59,30 @@ UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose produc
                        # their predictions ran a median 1.23x further above their times than the kernels' that
                        # copy and compute in the same threads). 1.5 -> 1.2, the changed plans of 10 random
                        # seeds (benchmarks/ab_plans.py): H100 50 plans 1.166x -> 1.275x, H200 46 1.167x -> 1.254x
+UNALIGNED_SIMT = 1.3   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
+                       # unaligned H100 timings run a median 1.02x its fit on aligned ones (session 29)
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
+FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
+                       # (the model's base); 0: the model before session 29, launches free
 BORROW = False         # unaligned rows with no unaligned measurement near, but aligned ones: correct the fit by
                        # those (then only the unaligned factor, no extrapolation share). Off: A/B (session 27,
                        # changed plans of seeds 1-20) H100 30 plans 1.226x -> 1.231x, H200 20 1.178x -> 1.207x,
                        # but on the held-out seeds (21 41 91 / 21 22 41) 5 of its 7 changed plans ran slower
 
 
-def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, float, int]:
-    """(waves * steps, waves, split-K reduce bytes, extra launches) of config ``c`` on shape ``s``.
+def launch_base(times: Iterable[float]) -> float:
+    """The model's ``base`` (ms) for a GPU whose kernels were measured at ``times``: FLOOR times the least
+    (0 with none). On the H100 the least is 5.3 us (a SIMT kernel on 16x16x16: launch, one block, the
+    timing's L2 flush before it); a kernel can't be predicted under it.
 
-    >>> from gemmgen.kernel.presets import preset
-    >>> counts(preset("tf32x3-wgmma"), Shape(4096, 4096, 4096), 132)   # 1024 tiles: 8 waves of 64 steps
-    (512.0, 8.0, 0.0, 0)
+    >>> round(launch_base([0.0053, 0.1, 2.6]) * 1e3, 2), launch_base([])
+    (4.77, 0.0)
     """
-    tiles = math.prod(c.tiles(s.M, s.N))
-    waves = -(-tiles * c.split_k // sm_count)
-    steps = max(1, -(-c.k_per_slice(s.K) // c.BK))
-    reduce_bytes, launches = 0.0, 0
-    if c.split_k > 1:
-        mn = 4.0 * s.M * s.N
-        if c.reduce == "workspace":      # slices write partials, the reduce kernel reads them and writes C
-            reduce_bytes, launches = mn * (2 * c.split_k + 1), 1
-        else:                            # C scaled first, then each slice adds in (read-modify-write)
-            reduce_bytes, launches = mn * (2 + 2 * c.split_k), 1
-    return float(waves * steps), float(waves), reduce_bytes, launches
-
-
-def empty_slices(c: KernelConfig, s: Shape) -> bool:
-    """Whether some of ``c``'s split-K slices get no K on shape ``s`` (fewer K steps than slices).
-
-    >>> from gemmgen.kernel.presets import preset
-    >>> c = preset("tf32x3-wgmma").replace(split_k=8)
-    >>> empty_slices(c, Shape(4096, 4096, 21)), empty_slices(c, Shape(4096, 4096, 4096))
-    (True, False)
-    """
-    return c.split_k > 1 and c.split_k * c.k_per_slice(s.K) - s.K >= c.k_per_slice(s.K)
+    return FLOOR * min(times, default=0.0)
 
 
 def fit_points(c: KernelConfig, measured: Mapping[Shape, float]) -> dict[Shape, float]:
@@ -124,78 +112,21 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
                       MAX_RESIDENT))
 
 
-def latency_bound(c: KernelConfig) -> bool:
-    """Whether the latency term is fitted for ``c``: the wgmma kernels, whose K steps run in turn (copy
-    wait, split, barrier, wgmma, wgmma wait; Nsight Compute, session 13), so a block alone on an SM is
-    slow per step. The SIMT and mma.sync kernels overlap a step's loads with the last step's math in
-    registers; on the shipped H100 timings the term made their leave-one-out picks worse (pick/best
-    1.025 -> 1.034), where the wgmma kernels' got better (benchmarks/dispatch_loo.py).
-
-    >>> from gemmgen.kernel.presets import preset
-    >>> latency_bound(preset("tf32x3-wgmma")), latency_bound(preset("v10"))
-    (True, False)
-    """
-    return c.mma == "wgmma"
-
-
-def latency_steps(c: KernelConfig, s: Shape, sm_count: int, resident: int) -> float:
-    """rounds * steps: the K steps of the busiest SM's rounds of ``resident`` blocks each.
-
-    >>> from gemmgen.kernel.presets import preset
-    >>> latency_steps(preset("tf32x3-wgmma"), Shape(4096, 4096, 4096), 132, 2)   # 8 waves in 4 rounds of 64 steps
-    256.0
-    """
-    waves_steps, waves, _, _ = counts(c, s, sm_count)
-    return _rounds_steps(waves_steps, waves, resident)
-
-
-def _rounds_steps(waves_steps: float, waves: float, resident: int) -> float:
-    """rounds * steps from :func:`counts`' waves * steps and waves."""
-    return float(-(-int(waves) // resident) * round(waves_steps / waves))
-
-
 def unaligned_factor(c: KernelConfig) -> float:
     """How much slower than on aligned rows ``c`` is guessed to run on unaligned ones (4-byte copies)
-    where no unaligned measurement lies near: UNALIGNED_WS for the warp-specialized cp.async kernels
-    (``tma`` with ``async_copy``: a producer warpgroup copies), UNALIGNED for the others.
+    where no unaligned measurement lies near: UNALIGNED_SIMT for the SIMT kernels, UNALIGNED_WS for the
+    warp-specialized cp.async kernels (``tma`` with ``async_copy``: a producer warpgroup copies),
+    UNALIGNED for the others.
 
     >>> from gemmgen.kernel.presets import preset
     >>> unaligned_factor(preset("tf32x3-wgmma")) == UNALIGNED, unaligned_factor(preset("tf32x3-ws")) == UNALIGNED_WS
     (True, True)
+    >>> unaligned_factor(preset("v10")) == UNALIGNED_SIMT
+    True
     """
+    if c.family == "simt":
+        return UNALIGNED_SIMT
     return UNALIGNED_WS if c.tma and c.async_copy else UNALIGNED
-
-
-def aligned(s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
-    """Whether A's and B's rows start on 16-byte boundaries (default leading dimensions: packed rows).
-
-    >>> aligned(Shape(4096, 4096, 4096)), aligned(Shape(4097, 4097, 4097)), aligned(Shape(5, 8, 12, "TN"))
-    (True, False, False)
-    """
-    lda = lda if lda is not None else (s.K if s.layout[0] == "N" else s.M)
-    ldb = ldb if ldb is not None else (s.N if s.layout[1] == "N" else s.K)
-    return lda % 4 == 0 and ldb % 4 == 0
-
-
-def aligned_for(c: KernelConfig, s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
-    """The alignment class of ``s`` for kernel ``c``: :func:`aligned`, but for the skinny family A's rows
-    alone (its B, a few columns, is copied 4 bytes at a time either way; A is all its traffic).
-
-    >>> from gemmgen.kernel.presets import preset
-    >>> s = Shape(1738, 22, 5471, "TT")    # A's rows: 1738 floats (not 16 bytes); B's: 5471
-    >>> aligned_for(preset("skinny"), s), aligned_for(preset("skinny"), Shape(1600, 22, 5471, "TT")), aligned(Shape(1600, 22, 5471, "TT"))
-    (False, True, False)
-    """
-    if c.family != "skinny":
-        return aligned(s, lda, ldb)
-    if c.swap:   # the big operand is B
-        return (ldb if ldb is not None else (s.N if s.layout[1] == "N" else s.K)) % 4 == 0
-    return (lda if lda is not None else (s.K if s.layout[0] == "N" else s.M)) % 4 == 0
-
-
-def log_distance(a: Shape, b: Shape) -> float:
-    """sqrt(sum(log(x/y)^2)) over M, N, K."""
-    return math.sqrt(sum(math.log(x / y) ** 2 for x, y in ((a.M, b.M), (a.N, b.N), (a.K, b.K))))
 
 
 @dataclass(frozen=True)
@@ -219,13 +150,15 @@ class Fitted:
     factor: float = 1.0              # a kernel of another layout serving this one: its time ratio
     w: float = 0.0                   # latency per K step of a round of resident blocks
     resident: int = 1                # blocks per SM the fit found
+    base: float = 0.0                # what any launch takes (ms): not fitted, see the module docstring
 
     @classmethod
     def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
-            resident: int = 0) -> "Fitted":
+            resident: int = 0, base: float = 0.0) -> "Fitted":
         """Fit u, w and v to the measured times (ms by shape; aligned shapes only) by least squares on
         relative error, for each count of resident blocks up to :func:`max_resident` (``resident``: the
-        kernel's count as recorded with its timings, 0 where unknown); see the module docstring."""
+        kernel's count as recorded with its timings, 0 where unknown), over what is left of each time
+        after ``base`` (ms, :func:`launch_base`); see the module docstring."""
         bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.8          # GB/s -> bytes/ms, at 80% of the datasheet
         # Shapes with fewer K steps than split-K slices leave slices empty: their times follow the
         # reduce alone, a regime the counts do not model (fitted there, u = w = v = 0 and deep-K times
@@ -238,7 +171,7 @@ class Fitted:
         per_point = [(counts(config, s, spec.sm_count), t) for s, t in used]
         best = (0.0, 0.0, 0.0, 0.0, 1)
         for resident in range(1, most + 1):
-            rows = [((a / t, _rounds_steps(a, b, resident) / t, b / t), 1.0 - (r / bw + n * LAUNCH_MS) / t)
+            rows = [((a / t, rounds_steps(a, b, resident) / t, b / t), 1.0 - (base + r / bw + n * LAUNCH_MS) / t)
                     for (a, b, r, n), t in per_point]
             if not rows:
                 break
@@ -246,20 +179,20 @@ class Fitted:
             if resident == 1 or residual < CLOSER * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
-        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident)
+        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base)
         points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
-        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident)
+        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base)
 
     def serving(self, layout: str, factor: float) -> "Fitted":
         """This kernel's model for its config in another layout, ``factor`` times its time."""
         return Fitted(self.config.in_layout(layout), self.u, self.v, self.points, self.sm_count,
-                      self.bandwidth, factor, self.w, self.resident)
+                      self.bandwidth, factor, self.w, self.resident, self.base)
 
     def fitted(self, s: Shape) -> float:
         """The model's time on shape s (ms), before the correction."""
         a, b, r, n = counts(self.config, s, self.sm_count)
         lat = latency_steps(self.config, s, self.sm_count, self.resident) if self.w else 0.0
-        return max(self.u * a + self.w * lat + self.v * b + r / self.bandwidth + n * LAUNCH_MS, 1e-6)
+        return max(self.base + self.u * a + self.w * lat + self.v * b + r / self.bandwidth + n * LAUNCH_MS, 1e-6)
 
     def measured_near(self, s: Shape, is_aligned: bool) -> bool:
         """Whether measurements of s's alignment class lie near s (weight above one half): the prediction
@@ -275,15 +208,21 @@ class Fitted:
         s = Shape(s.M, s.N, s.K)
         exact, num, den = self._correction(s, is_aligned)
         if exact is not None:
-            return exact * self.factor
+            return self._scaled(exact, 1.0)
         near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
         if not near and not is_aligned and BORROW:
             a_exact, a_num, a_den = self._correction(s, True)
             if a_exact is not None or a_den > 0.5:   # measured near s on aligned rows: that, and the unaligned guess alone
                 aligned_ms = a_exact if a_exact is not None else self.fitted(s) * a_num / a_den
-                return aligned_ms * unaligned_factor(self.config) * self.factor
+                return self._scaled(aligned_ms, unaligned_factor(self.config))
         penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
-        return self.fitted(s) * num / den * penalty * self.factor
+        return self._scaled(self.fitted(s) * num / den, penalty)
+
+    def _scaled(self, ms: float, penalty: float) -> float:
+        """``ms`` with the share above the launch base ``penalty`` and ``factor`` times longer: 4-byte
+        copies and another layout slow the kernel's work, not its launch."""
+        base = min(self.base, ms)
+        return base + (ms - base) * penalty * self.factor
 
     def _correction(self, s: Shape, is_aligned: bool) -> tuple[float | None, float, float]:
         """(an exact measurement's ms or None, weighted sum of the nearby ratios, sum of weights) over the

@@ -12,7 +12,7 @@ from gemmgen.kernel.presets import preset
 from gemmgen.measure.gate import rel_error
 from gemmgen.records.timings import Timings
 from gemmgen.runtime.library import KernelLibrary
-from gemmgen.runtime.predict import counts
+from gemmgen.runtime.counts import counts
 
 pytestmark = pytest.mark.gpu
 matmul_module = importlib.import_module("gemmgen.runtime.matmul")   # the module: the package's `matmul` is the function
