@@ -11,6 +11,7 @@ ratios closes the table.
     python benchmarks/matmul_vs_cublas.py --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
     python benchmarks/matmul_vs_cublas.py --random 24 --seed 1      # shapes drawn outside set and grid
     python benchmarks/matmul_vs_cublas.py --random 24 --seed 21 --seed 22 --json rows.json   # each seed's table
+    python benchmarks/matmul_vs_cublas.py --random 24 --macs 15:27 --seed 1   # launch-sized products (2^15..2^27)
 
 Before timing, the kernels the dispatch will pick are compiled in parallel processes (--jobs; NVRTC's
 disk cache), so the timing loop loads them instead of compiling one at a time.
