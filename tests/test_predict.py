@@ -168,6 +168,10 @@ def test_no_kernel_is_predicted_under_the_launch_base():
     assert choose(fits, 16, 16, 16).config == small_cfg
     old = [Fitted.fit(k.config, k.shapes(), H100, k.resident) for k in timings.of_precision("fp32")]   # base 0
     assert choose(old, 16, 16, 16).config == BIG
+    alone = fit_all([k for k in timings.of_precision("fp32") if k.config == BIG], H100)   # BIG's own least time
+    assert alone[0].base > base
+    given = fit_all([k for k in timings.of_precision("fp32") if k.config == BIG], H100, base)   # the class's
+    assert given[0].base == base and given[0].predict(tiny) == pytest.approx(big.predict(tiny))
 
 
 def test_unaligned_and_extrapolated_markups_leave_the_launch_base_alone():

@@ -47,7 +47,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     return {"gpu": found.name, "shape": s.key,
             "plan": {"kernel": fit.config.name, "layout": run.layout, "copies": "A" * copy_a + "B" * copy_b,
                      "predicted_ms": fit.predict(run, True) + copies, "copies_ms": copies},
-            "cublas_ms": cublas,
+            "cublas_ms": cublas, "launch_base_ms": fit.base,
             "candidates": [{"kernel": f.config.name, "predicted_ms": t, "measured_here": f.measured_near(s, ok),
                             "u": f.u, "w": f.w, "v": f.v, "resident": f.resident, "layout_factor": f.factor}
                            for t, f in rows[:top]]}
@@ -61,8 +61,8 @@ def text(rows: dict[str, Any]) -> str:
               if p["copies"] else ""),
            f"  predicted {p['predicted_ms'] * 1e3:.1f} us"
            + (f"; cuBLAS measured {rows['cublas_ms'] * 1e3:.1f} us" if rows["cublas_ms"] else ""),
-           "", f"candidates in {rows['shape'].split('/')[1]} (predicted; u, w, v: ms per block-step, per "
-           "round-step, per block; *: measured near this shape)"]
+           "", f"candidates in {rows['shape'].split('/')[1]} (predicted: {rows['launch_base_ms'] * 1e3:.1f} us a launch, "
+           "then u, w, v: ms per block-step, per round-step, per block; *: measured near this shape)"]
     for c in rows["candidates"]:
         out.append(f"  {c['predicted_ms'] * 1e3:9.1f} us {'*' if c['measured_here'] else ' '} {c['kernel']}  "
                    f"u={c['u']:.2e} w={c['w']:.2e} v={c['v']:.2e} resident={c['resident']}"

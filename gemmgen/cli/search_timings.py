@@ -58,11 +58,13 @@ def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int
     to predict from. Timing only these spends the GPU where a pick can change."""
     from ..runtime.dispatch import candidates, fit_all, layout_factors
     from ..runtime.counts import aligned_for
+    from ..runtime.predict import launch_base
     from ..tune.warm import in_layout
 
     families = {c.family for c in configs}
-    classes = [fit_all([t for t in results.timings.of_precision(p) if t.config.family in families], device)
-               for p in sorted({c.precision for c in configs})]
+    classes = [fit_all([t for t in results.timings.of_precision(p) if t.config.family in families], device,
+                       launch_base(v for t in results.timings.of_precision(p) for v in t.ms.values()))
+               for p in sorted({c.precision for c in configs})]   # the class's launch base, as the dispatch's
     fitted = {f.config.name for fits in classes for f in fits}
     unranked = [c for c in configs if c.name not in fitted]
     layouts = {s.layout for s in shapes}

@@ -12,7 +12,7 @@ block's share of the SM per K step (throughput), ``w`` the latency of one K step
 blocks overlap (copy wait, split, barrier, tensor-core wait: on the H100 a 64x64 cp.async 3xTF32 kernel
 alone on an SM takes 1.1 us per 32-deep step, 0.44 us per block-step with eight to an SM), ``v`` a
 block's prologue and epilogue, ``base`` what any launch of any kernel takes on the GPU (FLOOR times the
-least time measured there, not fitted: a kernel timed only on large shapes says nothing of it, and
+least time measured there in the precision class, not fitted: a kernel timed only on large shapes says nothing of it, and
 without it such a kernel's fit went to 1.8 us on 16x16x16 where it ran 14 us and nothing runs under
 5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by
 least squares on relative error, for each ``resident`` from 1 (the model without a latency term) to the
@@ -79,10 +79,10 @@ def launch_base(times: Iterable[float]) -> float:
     (0 with none). On the H100 the least is 5.3 us (a SIMT kernel on 16x16x16: launch, one block, the
     timing's L2 flush before it); a kernel can't be predicted under it.
 
-    >>> round(launch_base([0.0053, 0.1, 2.6]) * 1e3, 2), launch_base([])
-    (4.77, 0.0)
+    >>> round(launch_base([0.0053, 0.1, 2.6]) * 1e3, 2), launch_base([]), round(launch_base([0.0, 0.0053]) * 1e3, 2)
+    (4.77, 0.0, 4.77)
     """
-    return FLOOR * min(times, default=0.0)
+    return FLOOR * min((t for t in times if t > 0), default=0.0)   # a time of 0 is no launch
 
 
 def fit_points(c: KernelConfig, measured: Mapping[Shape, float]) -> dict[Shape, float]:
