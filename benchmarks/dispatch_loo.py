@@ -52,7 +52,7 @@ def score(timings, spec, key: str, family: str | None, lib=None) -> dict | None:
     of timings without it), and its measured outcome."""
     from gemmgen.base.shape import Shape
     from gemmgen.runtime.library import KernelLibrary
-    from gemmgen.runtime.staging import copies_ms
+    from gemmgen.runtime.staging import copies_ms, plan_ms
 
     s = Shape.parse(key)
     mnk = (s.M, s.N, s.K)
@@ -76,7 +76,7 @@ def score(timings, spec, key: str, family: str | None, lib=None) -> dict | None:
     row = {"shape": key, "cublas_ms": cublas, "oracle_ms": measured[oracle], "oracle": oracle,
            "kernel": fit.config.name, "copies": "A" * pack_a + "B" * pack_b, "predicted_ms": None,
            "ms": None if ms is None else ms + copies}
-    row["predicted_ms"] = fit.predict(Shape(*mnk, run), True) + copies
+    row["predicted_ms"] = plan_ms(fit, *mnk, s.layout, lda, ldb, pack_a, pack_b, lib.copy_bandwidth)
     return row
 
 

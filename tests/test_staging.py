@@ -147,3 +147,19 @@ def test_shipped_h100_results_copy_a_skinny_operand_into_a_split_tma_kernel_and_
     assert fit.config.tma and fit.config.split_k > 1 and (copy_a, copy_b) == (False, True)
     copy_a, copy_b, fit = stage_plan(fits_for, 143, 849, 3291, "NN", 3291, 849, 849, BW)
     assert fit.config.layout == "NN" and not (copy_a or copy_b)
+
+
+def test_a_plans_predicted_time_reads_the_rows_as_the_copies_leave_them():
+    """plan_ms: a plan that keeps unaligned rows is predicted on unaligned rows (4-byte copies), one that
+    copies them on aligned rows plus the copies. `gemmgen results plan` printed the aligned prediction
+    for both (28x8883x19 NN: 8.8 us against its own candidate line's 10.5, session 29)."""
+    from gemmgen.runtime.staging import copies_ms, plan_ms
+
+    fit = fits(1.0)("NN")[0]
+    M, N, K = 3001, 2999, 1001                                    # A's and B's rows unaligned
+    as_is = plan_ms(fit, M, N, K, "NN", K, N, False, False, BW)
+    copied = plan_ms(fit, M, N, K, "NN", K, N, True, True, BW)
+    s = Shape(M, N, K)
+    assert as_is == fit.predict(s, False) and as_is > 1.1 * fit.predict(s, True)
+    assert copied == fit.predict(s, True) + copies_ms(M, N, K, "NN", "NN", True, True, BW)
+    assert plan_ms(fit, 4096, 4096, 4096, "NN", 4096, 4096, False, False, BW) == fit.predict(Shape(4096, 4096, 4096))

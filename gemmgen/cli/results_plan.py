@@ -22,8 +22,8 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..records.lookup import load_device
     from ..runtime.library import KernelLibrary
     from ..runtime.precision import check_family
-    from ..runtime.counts import aligned
-    from ..runtime.staging import copies_ms
+    from ..runtime.counts import aligned_for
+    from ..runtime.staging import copies_ms, plan_ms
 
     s = Shape.parse(shape)
     check_family(family, "fp32")
@@ -40,15 +40,15 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
     run = Shape(*mnk, fit.config.layout)
     copies = copies_ms(*mnk, s.layout, run.layout, copy_a, copy_b, lib.copy_bandwidth)
-    ok = aligned(s)
-    rows = sorted(((f.predict(s, ok), f) for f in lib.candidates("fp32", s.layout, family)
+    rows = sorted(((f.predict(s, aligned_for(f.config, s)), f) for f in lib.candidates("fp32", s.layout, family)
                    if f.config.accepts(*mnk) is None), key=lambda t: (t[0], t[1].config.name))
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
     return {"gpu": found.name, "shape": s.key,
             "plan": {"kernel": fit.config.name, "layout": run.layout, "copies": "A" * copy_a + "B" * copy_b,
-                     "predicted_ms": fit.predict(run, True) + copies, "copies_ms": copies},
+                     "predicted_ms": plan_ms(fit, *mnk, s.layout, lda, ldb, copy_a, copy_b, lib.copy_bandwidth),
+                     "copies_ms": copies},
             "cublas_ms": cublas, "launch_base_ms": fit.base,
-            "candidates": [{"kernel": f.config.name, "predicted_ms": t, "measured_here": f.measured_near(s, ok),
+            "candidates": [{"kernel": f.config.name, "predicted_ms": t, "measured_here": f.measured_near(s, aligned_for(f.config, s)),
                             "u": f.u, "w": f.w, "v": f.v, "resident": f.resident, "layout_factor": f.factor}
                            for t, f in rows[:top]]}
 

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 from ..base.shape import Shape
 from .arrays import aligned_ld
+from .counts import aligned_for
 from .dispatch import LAYOUTS, MIN_PACK_MS, best, copy_launches, copy_time, pack_choice, small_copy_ok
 from .predict import Fitted
 
@@ -50,6 +51,19 @@ def copies_ms(M: int, N: int, K: int, layout: str, run: str, copy_a: bool, copy_
     flip_a, flip_b = run[0] != layout[0], run[1] != layout[1]
     elements = copy_a * M * K * (TRANSPOSE if flip_a else 1.0) + copy_b * K * N * (TRANSPOSE if flip_b else 1.0)
     return copy_time(elements, copy_launches(copy_a, copy_b), bandwidth, elem)
+
+
+def plan_ms(fit: Fitted, M: int, N: int, K: int, layout: str, lda: int, ldb: int, copy_a: bool, copy_b: bool,
+            bandwidth: float, align: int = 4, elem: int = 4) -> float:
+    """Predicted ms of a plan (:func:`stage_plan`'s answer for operands of leading dimensions ``lda`` and
+    ``ldb``): its kernel on the rows as the copies leave them (a copied operand's aligned, the other's
+    as they are), plus the copies."""
+    run = fit.config.layout
+    lda2 = copied_ld("A", run[0], M, N, K, align) if copy_a else lda
+    ldb2 = copied_ld("B", run[1], M, N, K, align) if copy_b else ldb
+    s = Shape(M, N, K, run)
+    return (fit.predict(s, aligned_for(fit.config, s, lda2, ldb2))
+            + copies_ms(M, N, K, layout, run, copy_a, copy_b, bandwidth, elem))
 
 
 def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: int, layout: str, lda: int,
