@@ -327,3 +327,25 @@ def test_the_recorded_timings_feed_the_dispatch_model(fake_cli, capsys):
         picked = choose(candidates(fits, s.layout, known("h100")), s.M, s.N, s.K, s.layout)
         assert picked.config.name == min(timed, key=timed.get)
     assert choose(candidates(fits, "TN", known("h100")), 3000, 700, 5000, "TN") is not None   # never tuned
+
+
+def test_search_top_ranks_with_the_precision_class_launch_base(monkeypatch):
+    """`search --top` ranks the searched families' kernels as the dispatch would: with the launch base of
+    the whole precision class (here a SIMT kernel's 5.3 us), not of the families searched (whose least
+    time is larger, so their fits and ranking would differ from what matmul predicts)."""
+    import sys
+    from types import SimpleNamespace
+
+    from gemmgen.cli.search_timings import predicted_top
+    from gemmgen.runtime import predict
+
+    wg, simt = preset("tf32x3-wgmma"), preset("v10")
+    timings = (Timings.empty().add(wg, "1024x1024x1024", 0.05).add(wg, "2048x2048x2048", 0.3)
+               .add(simt, "16x16x16", 0.0053).add(simt, "1024x1024x1024", 0.09))
+    dispatch = sys.modules["gemmgen.runtime.dispatch"]   # the package re-exports a function of that name
+    seen = []
+    real = dispatch.fit_all
+    monkeypatch.setattr(dispatch, "fit_all", lambda kernels, spec, base=None: seen.append(base) or real(kernels, spec, base))
+    top = predicted_top(SimpleNamespace(timings=timings), [wg], [Shape(512, 512, 512)], known("h100"), 1)
+    assert seen == [pytest.approx(predict.FLOOR * 0.0053)]
+    assert top == {"512x512x512/NN": {wg.name}}
