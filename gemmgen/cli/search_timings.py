@@ -62,9 +62,9 @@ def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int
     from ..tune.warm import in_layout
 
     families = {c.family for c in configs}
-    classes = [fit_all([t for t in results.timings.of_precision(p) if t.config.family in families], device,
-                       launch_base(v for t in results.timings.of_precision(p) for v in t.ms.values()))
-               for p in sorted({c.precision for c in configs})]   # the class's launch base, as the dispatch's
+    timed = {p: results.timings.of_precision(p) for p in sorted({c.precision for c in configs})}
+    classes = [fit_all([t for t in kernels if t.config.family in families], device, launch_base(kernels))
+               for kernels in timed.values()]   # the class's launch base, as the dispatch's
     fitted = {f.config.name for fits in classes for f in fits}
     unranked = [c for c in configs if c.name not in fitted]
     layouts = {s.layout for s in shapes}

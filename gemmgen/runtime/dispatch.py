@@ -75,10 +75,10 @@ def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str =
 def fit_all(kernels: Iterable[KernelTimes], spec: DeviceSpec, base: float | None = None) -> list[Fitted]:
     """A time model per timed kernel: those with a measurement whose split-K slices all get K (a
     kernel timed only where slices go empty has nothing to fit: :func:`.predict.fit_points`), all with
-    the same launch base: ``base`` (ms), or :func:`.predict.launch_base` of every time given (a caller
+    the same launch base: ``base`` (ms), or :func:`.predict.launch_base` of the kernels given (a caller
     fitting a subset of a precision class passes the whole class's, as the dispatch fits it)."""
     kernels = list(kernels)
-    base = launch_base(t for k in kernels for t in k.ms.values()) if base is None else base
+    base = launch_base(kernels) if base is None else base
     return [Fitted.fit(k.config, k.shapes(), spec, k.resident, base) for k in kernels
             if fit_points(k.config, k.shapes())]
 

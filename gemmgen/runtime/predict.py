@@ -47,6 +47,7 @@ from typing import Iterable, Mapping
 from ..base.devices import DeviceSpec
 from ..base.shape import Shape
 from ..kernel.config import KernelConfig
+from ..records.timings import KernelTimes
 from .counts import aligned_for, counts, empty_slices, latency_bound, latency_steps, log_distance, rounds_steps
 from .nnls import nonnegative_least_squares
 
@@ -74,15 +75,19 @@ BORROW = False         # unaligned rows with no unaligned measurement near, but 
                        # but on the held-out seeds (21 41 91 / 21 22 41) 5 of its 7 changed plans ran slower
 
 
-def launch_base(times: Iterable[float]) -> float:
-    """The model's ``base`` (ms) for a GPU whose kernels were measured at ``times``: FLOOR times the least
-    (0 with none). On the H100 the least is 5.3 us (a SIMT kernel on 16x16x16: launch, one block, the
-    timing's L2 flush before it); a kernel can't be predicted under it.
+def launch_base(kernels: Iterable[KernelTimes]) -> float:
+    """The model's ``base`` (ms) for a GPU whose kernels (of one precision class) were timed as ``kernels``
+    say: FLOOR times the least time (0 with none; a time of 0 is no launch). On the H100 the least is
+    5.3 us (a SIMT kernel on 16x16x16: launch, one block, the timing's L2 flush before it); a kernel
+    can't be predicted under it.
 
-    >>> round(launch_base([0.0053, 0.1, 2.6]) * 1e3, 2), launch_base([]), round(launch_base([0.0, 0.0053]) * 1e3, 2)
-    (4.77, 0.0, 4.77)
+    >>> from gemmgen.kernel.presets import preset
+    >>> timed = [KernelTimes(preset("v10"), {"16x16x16/NN": 0.0053, "4096x4096x4096/NN": 2.6}),
+    ...          KernelTimes(preset("v8"), {"1024x1024x1024/NN": 0.1, "8x8x8/NN": 0.0})]
+    >>> round(launch_base(timed) * 1e3, 2), launch_base([])
+    (4.77, 0.0)
     """
-    return FLOOR * min((t for t in times if t > 0), default=0.0)   # a time of 0 is no launch
+    return FLOOR * min((t for k in kernels for t in k.ms.values() if t > 0), default=0.0)
 
 
 def fit_points(c: KernelConfig, measured: Mapping[Shape, float]) -> dict[Shape, float]:
