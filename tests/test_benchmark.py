@@ -139,3 +139,15 @@ def test_plan_kernel_names_a_gpu_without_results(monkeypatch, capsys):
     assert load("plan_kernel").main(["64x64x64/NN"]) == 2
     err = capsys.readouterr().err.strip()
     assert "Imaginary" in err and len(err.splitlines()) == 1 and calls == ["ping"]
+
+
+def test_split_error_names_bad_sizes_before_any_gpu_work(capsys):
+    """benchmarks/split_error.py: a size that is not a multiple of 16, or a K that is not a positive
+    integer, is one line naming what was given (exit 2), before CuPy is touched."""
+    from tests.scripts import load
+
+    mod = load("split_error")
+    for argv in (["--size", "100"], ["--k", "16,x"], ["--k", "0"]):
+        assert mod.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and argv[1] in err and "multiple of 16" in err
