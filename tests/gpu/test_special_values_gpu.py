@@ -89,6 +89,32 @@ def test_inf_and_nan_land_where_sgemm_puts_them(session, plant, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_inf_times_large_values_and_overflowing_products_keep_their_sign(session, layout):
+    """An Inf against finite values of 4096 and more, and finite products past FLT_MAX: C holds the Inf
+    of the sign SGEMM gives. A split whose big part rounds up leaves a small part of the opposite sign
+    (4098 = 4100 - 2); small * the Inf's big part (+-0x1.ffcp127) then overflows to the other Inf, and
+    Inf - Inf is NaN (session 30's rounded split, found in review by a bit-exact model)."""
+    import cupy
+
+    shape = Shape(200, 136, 300, layout)
+    large = cupy.array([4098.0, -4098.0, 4102.0, 12345.0, -98765.0, 1000003.0], cupy.float32)
+    for cfg in _fp32_kernels(session, layout):
+        a, b = _stores(shape, seed=11)
+        A = a if layout[0] == "N" else a.T   # views in C's terms: A[i, k], B[k, j]
+        B = b if layout[1] == "N" else b.T
+        A[5, 3] = float("inf")                          # row 5 of C: Inf * B[3, :], B[3, :] large
+        B[3, :] = cupy.resize(large, shape.N)
+        B[11, 7] = float("-inf")                        # column 7 of C: A[:, 11] * -Inf, A[:, 11] large
+        A[:, 11] = cupy.resize(large, shape.M)
+        A[40, 20] = 1.7014117e38                        # C[40, 50] and C[40, 51]: products past FLT_MAX
+        B[20, 50], B[20, 51] = 1.7014117e38, -1.7014117e38
+        ours, ref = _run_both(session, cfg, shape, a, b)
+        got, want = _classes(ours), _classes(ref)
+        assert int(want[1:].sum()) > 300, "the planted values reach whole rows and columns of C as Infs"
+        assert bool((got == want).all()), _differences(cfg, "large values beside Inf", ours, ref)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("plant", PLANTS)
 def test_inf_and_nan_in_the_skinny_kernels(session, plant, layout):
     """The skinny family (N <= BN) zero-fills past K and repeats row M - 1 past M: neither reaches C."""
