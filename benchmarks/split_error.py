@@ -57,12 +57,13 @@ extern "C" __global__ void k(const float* A, const float* B, float* C, int M, in
 }
 '''
 VARIANTS = {   # name: big part of A rounded, small of A rounded, the same for B, small products first
-    "truncated, in turn (HEAD before 158ab42)": dict(ABIG=0, ASMALL=0, BBIG=0, BSMALL=0, ORDER=0),
+    "truncated, in turn (the shipped kernels)": dict(ABIG=0, ASMALL=0, BBIG=0, BSMALL=0, ORDER=0),
     "truncated, small first": dict(ABIG=0, ASMALL=0, BBIG=0, BSMALL=0, ORDER=1),
     "both big rounded, in turn": dict(ABIG=1, ASMALL=0, BBIG=1, BSMALL=0, ORDER=0),
     "both big rounded, small first": dict(ABIG=1, ASMALL=0, BBIG=1, BSMALL=0, ORDER=1),
-    "A's big rounded, small first (ws kernels)": dict(ABIG=1, ASMALL=0, BBIG=0, BSMALL=0, ORDER=1),
+    "A's big rounded, small first (branch split-rounding, ws)": dict(ABIG=1, ASMALL=0, BBIG=0, BSMALL=0, ORDER=1),
     "A's big rounded, B's small rounded, small first": dict(ABIG=1, ASMALL=0, BBIG=0, BSMALL=1, ORDER=1),
+    "A's small rounded, big truncated (sign-safe), small first": dict(ABIG=0, ASMALL=1, BBIG=0, BSMALL=0, ORDER=1),
 }
 
 
