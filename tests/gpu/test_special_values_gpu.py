@@ -69,13 +69,19 @@ def _stores(shape, seed, scale=1.0):
     return a * cupy.float32(scale), b * cupy.float32(scale)
 
 
+def _plant(store, values, start=(5, 3), step=(17, 31)):
+    """values written into a stored operand, the i-th at start + i * step (wrapped): different rows and
+    columns, so in different k whichever way the operand is stored."""
+    for i, v in enumerate(values):
+        store[(start[0] + step[0] * i) % store.shape[0], (start[1] + step[1] * i) % store.shape[1]] = v
+
+
 def _planted_like_sgemm(session, configs, shape, plant):
     """Inf/NaN planted in A and B land in C where SGEMM puts them, for each config."""
     for cfg in configs:
         a, b = _stores(shape, seed=len(plant))
-        for i, v in enumerate(PLANTS[plant]):
-            a[(5 + 17 * i) % a.shape[0], (3 + 31 * i) % a.shape[1]] = v
-            b[(11 + 13 * i) % b.shape[0], (7 + 29 * i) % b.shape[1]] = v
+        _plant(a, PLANTS[plant])
+        _plant(b, PLANTS[plant], start=(11, 7), step=(13, 29))
         ours, ref = _run_both(session, cfg, shape, a, b)
         got, want = _classes(ours), _classes(ref)
         assert int(want.sum()) > 100, "the planted values reach whole rows and columns of C"
@@ -152,9 +158,7 @@ def _check_accuracy(session, shape, seed, scale=1.0, plant=None):
     for cfg in _fp32_kernels(session, shape.layout):
         a, b = _stores(shape, seed=seed, scale=scale)
         if plant:
-            store = a if plant[0] == "A" else b
-            for i, v in enumerate(plant[1]):
-                store[(5 + 17 * i) % store.shape[0], (3 + 31 * i) % store.shape[1]] = v
+            _plant(a if plant[0] == "A" else b, plant[1])
         ours, ref = _run_both(session, cfg, shape, a, b)
         a64, b64 = a.astype(cupy.float64), b.astype(cupy.float64)
         exact = (a64 if shape.layout[0] == "N" else a64.T) @ (b64 if shape.layout[1] == "N" else b64.T)
