@@ -121,6 +121,24 @@ def test_inf_times_large_values_and_overflowing_products_keep_their_sign(session
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_nan_whose_payload_is_in_the_low_bits_stays_nan(session, layout):
+    """A NaN whose payload lies in the low 13 bits alone (0x7f800001 .. 0x7f801fff, signalling NaNs among
+    them) has the top 19 bits of an Inf, which is what the tensor core reads of an fp32: C is NaN there,
+    as in SGEMM, not +-Inf (the warp-specialized kernels kept such a NaN as both parts of the split)."""
+    import cupy
+
+    shape = Shape(200, 136, 300, layout)
+    for cfg in _fp32_kernels(session, layout):
+        a, b = _stores(shape, seed=13)
+        _plant(a.view(cupy.uint32), [0x7f800001, 0xff801fff, 0x7f801000])
+        _plant(b.view(cupy.uint32), [0xff800001, 0x7f800fff], start=(11, 7), step=(13, 29))
+        ours, ref = _run_both(session, cfg, shape, a, b)
+        got, want = _classes(ours), _classes(ref)
+        assert int(want[0].sum()) > 300, "the planted NaNs reach whole rows and columns of C"
+        assert bool((got == want).all()), _differences(cfg, "NaNs with low payloads", ours, ref)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("plant", PLANTS)
 def test_inf_and_nan_in_the_skinny_kernels(session, plant, layout):
     """The skinny family (N <= BN) zero-fills past K and repeats row M - 1 past M: neither reaches C."""
@@ -166,3 +184,20 @@ def _check_accuracy(session, shape, seed, scale=1.0, plant=None):
         assert bool(cupy.isfinite(ours).all()), (cfg.label, shape, int((~cupy.isfinite(ours)).sum()), "entries not finite")
         err, sgemm = rel_error(ours, exact), rel_error(ref, exact)
         assert err <= allowed("fp32", sgemm), (cfg.label, shape, err, sgemm)
+
+
+def test_the_cp_async_ws_kernels_round_a_small_part_held_in_registers(session):
+    """At K = 16 3xTF32's error is the split's own (SGEMM's is 7e-8 there). The warp-specialized cp.async
+    kernels round A's small part to TF32 in registers; the TMA kernel truncates it, as the tensor core
+    does. On the same operands the first errs well under the second (2.2e-7 against 3.0e-7 at
+    512x512x16 NT in float64 emulation, session 31): a split that truncated again would not."""
+    import cupy
+
+    if session.spec.cc != (9, 0):
+        pytest.skip("the wgmma kernels need sm_90")
+    shape = Shape(512, 512, 16, "NT")
+    a, b = _stores(shape, seed=3)
+    exact = a.astype(cupy.float64) @ b.astype(cupy.float64).T
+    err = {name: rel_error(_run_both(session, preset(name, session.spec.arch), shape, a, b)[0], exact)
+           for name in ("tf32x3-ws", "tf32x3-tma")}
+    assert err["tf32x3-ws"] < 0.85 * err["tf32x3-tma"], err
