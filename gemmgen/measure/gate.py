@@ -17,7 +17,8 @@ from ..base.outcome import WrongResult
 
 FACTOR = 1.5   # issue 7: at most 1.5 x the error of cuBLAS in the same mode, on the same inputs
 # The floor of the bound where cuBLAS is (nearly) exact: tiny K, or f16/bf16 inputs, whose products
-# are exact in fp32. fp32 class: 3xTF32 drops small*small and truncates both TF32 parts, ~2^-21 per
+# are exact in fp32. fp32 class: 3xTF32 drops small*small and truncates its TF32 parts (the warp-
+# specialized cp.async kernels round A's small part), ~2^-21 per
 # product whatever K, while SGEMM at K=1 rounds once (2^-24); 2^-19 is twice that, 32 fp32 unit
 # roundoffs. tf32: cuBLAS in TF32 mode runs fp32 kernels where tensor cores do not pay (M or N = 1,
 # K = 1, small ragged shapes: measured 2e-8..3e-7 on an H100), while a TF32 kernel's rounded operands
