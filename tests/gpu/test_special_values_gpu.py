@@ -121,6 +121,30 @@ def test_inf_times_large_values_and_overflowing_products_keep_their_sign(session
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_flt_max_times_one_stays_finite(session, layout):
+    """FLT_MAX and its neighbours times 1.0 (an identity, a permutation): SGEMM's C is finite there. A split
+    that rounds the small part up makes big + small exceed x by up to 2^-22 of it, past FLT_MAX for x
+    within two ulps of it (session 31's ws kernels gave Inf, found in review by a bit-exact model)."""
+    import cupy
+
+    shape = Shape(200, 136, 300, layout)
+    top = cupy.array([3.4028235e38, -3.4028235e38, 3.4028233e38, -3.4028231e38], cupy.float32)
+    for cfg in _fp32_kernels(session, layout):
+        a, b = _stores(shape, seed=17)
+        A = a if layout[0] == "N" else a.T   # views in C's terms: A[i, k], B[k, j]
+        B = b if layout[1] == "N" else b.T
+        A[5:9, 3] = top                     # rows 5..8 of C: A's largest values times B[3, :] = 1
+        B[3, :] = 1.0
+        B[11, 7:11] = top                   # columns 7..10 of C: A[:, 11] = 1 times B's largest values
+        A[:, 11] = 1.0
+        A[5:9, 11] = 0.0                    # (rows 5..8 take only A's: two of them would overflow in SGEMM too)
+        ours, ref = _run_both(session, cfg, shape, a, b)
+        got, want = _classes(ours), _classes(ref)
+        assert not bool(want.any()), "SGEMM's C is finite here"
+        assert bool((got == want).all()), _differences(cfg, "FLT_MAX times 1", ours, ref)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_a_nan_whose_payload_is_in_the_low_bits_stays_nan(session, layout):
     """A NaN whose payload lies in the low 13 bits alone (0x7f800001 .. 0x7f801fff, signalling NaNs among
     them) has the top 19 bits of an Inf, which is what the tensor core reads of an fp32: C is NaN there,
