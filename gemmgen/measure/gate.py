@@ -17,14 +17,14 @@ from ..base.outcome import WrongResult
 
 FACTOR = 1.5   # issue 7: at most 1.5 x the error of cuBLAS in the same mode, on the same inputs
 # The floor of the bound where cuBLAS is (nearly) exact: tiny K, or f16/bf16 inputs, whose products
-# are exact in fp32. fp32 class: 3xTF32 drops small*small and truncates its TF32 parts (the warp-
-# specialized cp.async kernels round A's small part), ~2^-21 per
-# product whatever K, while SGEMM at K=1 rounds once (2^-24); 2^-19 is twice that, 32 fp32 unit
-# roundoffs. tf32: cuBLAS in TF32 mode runs fp32 kernels where tensor cores do not pay (M or N = 1,
-# K = 1, small ragged shapes: measured 2e-8..3e-7 on an H100), while a TF32 kernel's rounded operands
-# err ~2.6e-4 at every shape; the floor is 2^-11 (one TF32 unit roundoff, 4.9e-4), so where cuBLAS does
-# use TF32 (1.5 x 2.6e-4 = 3.9e-4) its error still decides above it. f16/bf16: 16 fp32 unit
-# roundoffs, since only the fp32 accumulation errs and the tensor core's accumulator truncates.
+# are exact in fp32. fp32 class: 3xTF32 drops small*small and truncates its TF32 parts (the
+# warp-specialized cp.async kernels round A's small part), ~2^-21 per product whatever K, while SGEMM
+# at K=1 rounds once (2^-24); 2^-19 is twice that, 32 fp32 unit roundoffs. tf32: cuBLAS in TF32 mode
+# runs fp32 kernels where tensor cores do not pay (M or N = 1, K = 1, small ragged shapes: measured
+# 2e-8..3e-7 on an H100), while a TF32 kernel's rounded operands err ~2.6e-4 at every shape; the floor
+# is 2^-11 (one TF32 unit roundoff, 4.9e-4), so where cuBLAS does use TF32 (1.5 x 2.6e-4 = 3.9e-4) its
+# error still decides above it. f16/bf16: 16 fp32 unit roundoffs, since only the fp32 accumulation
+# errs and the tensor core's accumulator truncates.
 FLOOR = {"fp32": 2.0 ** -19, "tf32": 2.0 ** -11, "f16": 2.0 ** -20, "bf16": 2.0 ** -20}
 # The ceiling (and the fixed bound of earlier gemmgen): it holds even if the cuBLAS reference itself
 # went wrong. fp32 accumulation over K=8192 lands near 2e-6; TF32 products err ~3e-4, so 5e-3 leaves
