@@ -119,7 +119,7 @@ def test_bad_or_contradicting_precision_is_named(precision, dtype, words):
         resolve_precision(precision, dtype)
 
 
-@pytest.mark.parametrize("request_", [(3907, 4137, 19, "TN"), (7198, 8984, 26, "NT"), (11395, 645, 74, "NN")])
+@pytest.mark.parametrize("request_", [(3907, 4137, 19, "TN"), (9742, 3385, 22, "NN"), (11395, 645, 74, "NN")])
 def test_a_plan_runs_the_kernel_whose_prediction_made_it(monkeypatch, request_):
     """A copy into another layout is planned for one kernel of that layout (on these shapes of the
     shipped H100 timings, the plan copies both operands); plan_for runs that kernel, not the best

@@ -186,6 +186,27 @@ def test_unaligned_and_extrapolated_markups_leave_the_launch_base_alone():
     assert fit.predict(GRID[0], True) == pytest.approx(synthetic(BIG, GRID[0]) + 0.005)   # measured: as it was
 
 
+def test_k_steps_beyond_the_deepest_measurement_are_marked_up(monkeypatch):
+    """A kernel timed only on shallow K has its per-step cost unseen: a prediction for more K steps than
+    any measurement ran takes REACH more of its time above the launch base per doubling of the steps
+    (up to STEADY), one within them none, nor a kernel measured STEADY steps deep (H200, session 32:
+    a 2-stage TT kernel timed on K <= 93 was predicted 22 us on 1632x139x578 and ran 35)."""
+    shallow = [Shape(m, n, k) for m, n in ((512, 512), (2048, 2048), (4096, 1024)) for k in (64, 128, 192)]
+    fit = Fitted.fit(BIG, {s: synthetic(BIG, s) + 0.005 for s in shallow}, H100, base=0.005)
+    assert fit.reach == 3                                         # K = 192: three 64-deep steps
+    within, deeper, deep = Shape(3000, 3000, 180), Shape(3000, 3000, 384), Shape(3000, 3000, 1536)  # 3, 6, 24 steps
+    monkeypatch.setattr(predict, "REACH", 0.0)
+    plain = [fit.predict(s) for s in (within, deeper, deep)]
+    monkeypatch.setattr(predict, "REACH", 0.5)
+    monkeypatch.setattr(predict, "STEADY", 16)
+    assert fit.predict(within) == plain[0]
+    assert fit.predict(deeper) == pytest.approx(0.005 + (plain[1] - 0.005) * 1.5, rel=1e-9)      # twice the steps
+    assert fit.predict(deep) == pytest.approx(0.005 + (plain[2] - 0.005) * (1 + 0.5 * math.log2(16 / 3)), rel=1e-9)
+    assert fit.serving("NT", 1.0).reach == fit.reach
+    steady = Fitted.fit(BIG, {s: synthetic(BIG, s) + 0.005 for s in GRID}, H100, base=0.005)   # 16 steps and more
+    assert steady.predict(Shape(8192, 8192, 16384)) < 1.3 * steady.fitted(Shape(8192, 8192, 16384))
+
+
 def test_simt_kernels_take_the_mildest_unaligned_guess():
     """The SIMT kernels load through registers and are bound by their FMAs: with no unaligned timing
     near, their 4-byte loads are guessed UNALIGNED_SIMT times slower, less than the tensor-core kernels'."""

@@ -63,6 +63,12 @@ UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose produc
 UNALIGNED_SIMT = 1.3   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
                        # unaligned H100 timings run a median 1.02x its fit on aligned ones (session 29)
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
+REACH = 0.5            # share added per doubling of K steps beyond the most any measurement of the kernel ran, up
+                       # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (H200,
+                       # session 32: a 2-stage TT kernel timed on K <= 93 (3 steps) was predicted 22 us on
+                       # 1632x139x578 and ran 35)
+STEADY = 16            # K steps after which a kernel's pipeline runs its steady state: measured that deep, its
+                       # per-step cost is seen and deeper K is the fit's to predict
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
@@ -156,6 +162,7 @@ class Fitted:
     w: float = 0.0                   # latency per K step of a round of resident blocks
     resident: int = 1                # blocks per SM the fit found
     base: float = 0.0                # what any launch takes (ms): not fitted, see the module docstring
+    reach: float = 0.0               # the most K steps (of a slice) any fitted measurement ran; 0: unknown
 
     @classmethod
     def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
@@ -184,14 +191,15 @@ class Fitted:
             if resident == 1 or residual < CLOSER * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
+        reach = max((a / b for a, b, _, _ in (counts(config, s, spec.sm_count) for s in whole)), default=0.0)
         probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base)
         points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
-        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base)
+        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base, reach)
 
     def serving(self, layout: str, factor: float) -> "Fitted":
         """This kernel's model for its config in another layout, ``factor`` times its time."""
         return Fitted(self.config.in_layout(layout), self.u, self.v, self.points, self.sm_count,
-                      self.bandwidth, factor, self.w, self.resident, self.base)
+                      self.bandwidth, factor, self.w, self.resident, self.base, self.reach)
 
     def fitted(self, s: Shape) -> float:
         """The model's time on shape s (ms), before the correction."""
@@ -221,7 +229,15 @@ class Fitted:
                 aligned_ms = a_exact if a_exact is not None else self.fitted(s) * a_num / a_den
                 return self._scaled(aligned_ms, unaligned_factor(self.config))
         penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
-        return self._scaled(self.fitted(s) * num / den, penalty)
+        return self._scaled(self.fitted(s) * num / den, penalty * self.deeper(s))
+
+    def deeper(self, s: Shape) -> float:
+        """1 + REACH per doubling of s's K steps beyond the most any fitted measurement ran, counted up to
+        STEADY steps (1 within them, and for a kernel measured STEADY steps deep)."""
+        if not (REACH and self.reach) or self.reach >= STEADY:
+            return 1.0
+        a, b, _, _ = counts(self.config, s, self.sm_count)
+        return 1.0 + REACH * max(0.0, math.log2(min(a / b, STEADY) / self.reach))
 
     def _scaled(self, ms: float, penalty: float) -> float:
         """``ms`` with the share above the launch base ``penalty`` and ``factor`` times longer: 4-byte
