@@ -14,6 +14,7 @@ layout's kernels).
     python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set swapped    # few rows: C^T computed
     python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set narrow-o2  # few columns, two blocks an SM
     python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set swapped-o2 # few rows, two blocks an SM
+    python benchmarks/ws_kernels.py --gpu h100 --out cand/ --set deep       # few tiles, deep K: 24..64 slices
     gemmgen search --grid search/grid-hopper.json --family tf32x3 --timings-only \\
         --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --add-shapes
@@ -45,6 +46,8 @@ def candidates(gpu: str = "h100", group: str = "first") -> list[KernelConfig]:
         return few(base, gpu, swap=group == "swapped")
     if group in ("narrow-o2", "swapped-o2"):
         return two_blocks(base, gpu, swap=group == "swapped-o2")
+    if group == "deep":
+        return deep(base, gpu)
     tiles = [dict(BM=128, BN=bn, WN=bn, stages=s) for bn, s in ((128, 4), (160, 3), (192, 3), (96, 5), (64, 6))]
     tiles += [dict(BM=64, BN=bn, WN=bn, stages=s) for bn, s in ((128, 5), (192, 4), (64, 8))]
     splits = [dict(split_k=1), dict(split_k=2), dict(split_k=4), dict(split_k=8),
@@ -108,6 +111,24 @@ def two_blocks(base: KernelConfig, gpu: str, swap: bool) -> list[KernelConfig]:
     return valid(out, gpu)
 
 
+def deep(base: KernelConfig, gpu: str) -> list[KernelConfig]:
+    """Session 32's group, for few tiles and deep K, where the space's 16 slices leave SMs idle: 28x82x11931
+    NN runs 3 tiles x 16 slices = 48 blocks on 132 SMs (0.68-0.71x cuBLAS), 43x49x5355 TN 0.91-0.96x
+    at best on the launch grid. The narrow and swapped tiles of two blocks an SM (BM 64 or 128, BN 32;
+    BN 64 swapped), split-K 24, 32, 48 and 64 by atomics, and 32 through a workspace (what deterministic
+    PyTorch runs)."""
+    tiles = [dict(BM=128, BN=32, stages=4, swap=False), dict(BM=64, BN=32, stages=4, swap=False),
+             dict(BM=128, BN=32, stages=4, swap=True), dict(BM=64, BN=32, stages=4, swap=True),
+             dict(BM=64, BN=64, stages=4, swap=True)]
+    splits = [dict(split_k=k) for k in (24, 32, 48, 64)] + [dict(split_k=32, reduce="workspace")]
+    out = []
+    for layout in LAYOUTS:
+        for t in tiles:
+            for s in splits:
+                out.append(base.replace(layout=layout, WN=t["BN"], min_blocks=2, **t, **s))
+    return valid(out, gpu)
+
+
 def valid(configs: list[KernelConfig], gpu: str) -> list[KernelConfig]:
     """``configs`` the rules accept on ``gpu``, each name once, in order."""
     return list({c.name: c for c in configs if not explain(c, gpu)}.values())
@@ -117,10 +138,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
     ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
-    ap.add_argument("--set", dest="group", choices=("first", "shallow", "narrow", "swapped", "narrow-o2", "swapped-o2"), default="first",
+    ap.add_argument("--set", dest="group", choices=("first", "shallow", "narrow", "swapped", "narrow-o2", "swapped-o2", "deep"),
+                    default="first",
                     help="first: the timing set of session 20 (default); shallow: 64-row tiles and persistent "
                          "grids for shallow K and few tiles; narrow: 32-column tiles for few columns; swapped: "
-                         "C^T computed, for few rows; narrow-o2, swapped-o2: those with two blocks an SM")
+                         "C^T computed, for few rows; narrow-o2, swapped-o2: those with two blocks an SM; deep: "
+                         "24..64 K slices of those, for few tiles and deep K")
     args = ap.parse_args(argv)
     configs = candidates(args.gpu, args.group)
     path = write(configs, args.gpu, args.out)

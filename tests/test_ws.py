@@ -232,6 +232,26 @@ def test_the_shallow_group_is_new_valid_and_in_every_layout(tmp_path):
     assert {c.persistent for c in group} == {0, 132, 264} and {c.BM for c in group} == {64, 128}
 
 
+def test_the_deep_group_splits_few_tiles_more_than_the_space_does(tmp_path):
+    """ws_kernels.py --set deep: the narrow and swapped two-block tiles with 24..64 K slices (the space
+    stops at 16), atomics and one workspace split, the same configs in each layout, all valid on both
+    GPUs, none in the earlier groups."""
+    import json
+
+    mod = load("ws_kernels")
+    for gpu in ("h100", "h200"):
+        assert mod.main(["--gpu", gpu, "--out", str(tmp_path / gpu), "--set", "deep"]) == 0
+        written = json.loads((tmp_path / gpu / mod.GPUS[gpu]).read_text())["timings"]["kernels"]
+        group = mod.candidates(gpu, "deep")
+        assert set(written) == {c.name for c in group} and not any(k["ms"] for k in written.values())
+        earlier = {c.name for g in ("first", "narrow", "swapped", "narrow-o2", "swapped-o2") for c in mod.candidates(gpu, g)}
+        assert not {c.name for c in group} & earlier
+        per_layout = {layout: {c.replace(layout="NN").name for c in group if c.layout == layout} for layout in LAYOUTS}
+        assert len({frozenset(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) == 25
+        assert all(not explain(c, gpu) and c.min_blocks == 2 for c in group)
+        assert {c.split_k for c in group} == {24, 32, 48, 64} and {c.reduce for c in group} == {"atomic", "workspace"}
+
+
 def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
     """3xTF32 with the kernel's A m contiguous (TN, TT, NN swapped): A staged [BK][BM + 8] (1 KB more a
     stage), except where that would not fit a block (227 KB) or its min_blocks on an SM: then the 4-byte
