@@ -1,5 +1,7 @@
 """Add the kernels a ``--timings-only`` run timed to a shipped results file: their timings only (the
-shipped entries and cuBLAS times stay as they are), so new candidate kernels join the dispatch.
+shipped entries and cuBLAS times stay as they are; cuBLAS's times of shapes the shipped file lacks are
+added, for benchmarks/dispatch_loo.py and ``gemmgen results plan``), so new candidate kernels join the
+dispatch.
 
     # a results file whose timings hold the candidate configs (no times), then time them on the grid:
     gemmgen search --grid hopper --family tf32x3 --timings-only --winners-from cand/nvidia-h100-80gb-hbm3.json \\
@@ -42,6 +44,10 @@ def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = 
             if replace and "resident" in k:
                 have[name]["resident"] = k["resident"]
             added[name] = len(new)
+    for precision, times in fresh["timings"].get("cublas", {}).items():   # new shapes only
+        mine = shipped["timings"].setdefault("cublas", {}).setdefault(precision, {})
+        for s, ms in times.items():
+            mine.setdefault(s, ms)
     return added
 
 

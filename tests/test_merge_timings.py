@@ -33,6 +33,22 @@ def test_new_kernels_join_and_known_ones_gain_only_new_shapes(tmp_path):
     assert ks["k1"]["ms"] == {"1x1x1/NN": 1.0, "2x2x2/NT": 2.0} and ks["k2"]["ms"] == {"3x3x3/NN": 3.0}
 
 
+def test_cublas_times_of_new_shapes_join_and_stored_ones_stay(tmp_path):
+    """The fresh run's cuBLAS times of shapes the shipped file lacks are added (dispatch_loo scores a grid
+    shape by them); a stored one is never overwritten."""
+    shipped = _file(tmp_path / "a.json", {})
+    data = json.loads(shipped.read_text())
+    data["timings"]["cublas"] = {"fp32": {"1x1x1/NN": 1.0}}
+    shipped.write_text(json.dumps(data))
+    fresh = _file(tmp_path / "b.json", {})
+    data = json.loads(fresh.read_text())
+    data["timings"]["cublas"] = {"fp32": {"1x1x1/NN": 5.0, "2x2x2/TN": 2.0}, "tf32": {"3x3x3/NN": 3.0}}
+    fresh.write_text(json.dumps(data))
+    assert _module().main([str(shipped), str(fresh)]) == 0
+    assert json.loads(shipped.read_text())["timings"]["cublas"] == {"fp32": {"1x1x1/NN": 1.0, "2x2x2/TN": 2.0},
+                                                                    "tf32": {"3x3x3/NN": 3.0}}
+
+
 def test_another_gpus_file_is_refused(tmp_path, capsys):
     shipped = _file(tmp_path / "a.json", {})
     other = tmp_path / "b.json"
