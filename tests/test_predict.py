@@ -205,6 +205,11 @@ def test_k_steps_beyond_the_deepest_measurement_are_marked_up(monkeypatch):
     assert fit.serving("NT", 1.0).reach == fit.reach
     steady = Fitted.fit(BIG, {s: synthetic(BIG, s) + 0.005 for s in GRID}, H100, base=0.005)   # 16 steps and more
     assert steady.predict(Shape(8192, 8192, 16384)) < 1.3 * steady.fitted(Shape(8192, 8192, 16384))
+    # split-K: the steps of one slice count (split 4 of K = 768: 3 steps of 64 a slice)
+    split = Fitted.fit(SPLIT, {Shape(s.M, s.N, 768): 0.05 for s in shallow}, H100, base=0.005)
+    assert split.reach == 3
+    assert split.deeper(Shape(3000, 3000, 1536)) == pytest.approx(1.5)          # 6 steps a slice: one doubling
+    assert split.deeper(Shape(3000, 3000, 768)) == 1.0
 
 
 def test_simt_kernels_take_the_mildest_unaligned_guess():

@@ -162,7 +162,8 @@ class Fitted:
     w: float = 0.0                   # latency per K step of a round of resident blocks
     resident: int = 1                # blocks per SM the fit found
     base: float = 0.0                # what any launch takes (ms): not fitted, see the module docstring
-    reach: float = 0.0               # the most K steps (of a slice) any fitted measurement ran; 0: unknown
+    reach: float = 0.0               # the most K steps (of a slice) any measurement ran, of either alignment
+                                     # class (those with empty split-K slices aside); 0: unknown
 
     @classmethod
     def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
@@ -227,14 +228,14 @@ class Fitted:
             a_exact, a_num, a_den = self._correction(s, True)
             if a_exact is not None or a_den > 0.5:   # measured near s on aligned rows: that, and the unaligned guess alone
                 aligned_ms = a_exact if a_exact is not None else self.fitted(s) * a_num / a_den
-                return self._scaled(aligned_ms, unaligned_factor(self.config))
+                return self._scaled(aligned_ms, unaligned_factor(self.config) * self.deeper(s))
         penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
         return self._scaled(self.fitted(s) * num / den, penalty * self.deeper(s))
 
     def deeper(self, s: Shape) -> float:
-        """1 + REACH per doubling of s's K steps beyond the most any fitted measurement ran, counted up to
-        STEADY steps (1 within them, and for a kernel measured STEADY steps deep)."""
-        if not (REACH and self.reach) or self.reach >= STEADY:
+        """1 + REACH per doubling of s's K steps beyond the most any measurement ran (``reach``), counted up
+        to STEADY steps (1 within them, and so for a kernel measured STEADY steps deep)."""
+        if not (REACH and self.reach):
             return 1.0
         a, b, _, _ = counts(self.config, s, self.sm_count)
         return 1.0 + REACH * max(0.0, math.log2(min(a / b, STEADY) / self.reach))
