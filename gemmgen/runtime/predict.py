@@ -181,7 +181,8 @@ class Fitted:
         used = used or list(whole.items())                   # no aligned point: fit the unaligned ones
         few = len(used) < MIN_POINTS                          # too few for a third term
         most = max_resident(config, spec, resident) if latency_bound(config) and not few else 1
-        per_point = [(counts(config, s, spec.sm_count), t) for s, t in used]
+        counted = {s: counts(config, s, spec.sm_count) for s in whole}
+        per_point = [(counted[s], t) for s, t in used]
         best = (0.0, 0.0, 0.0, 0.0, 1)
         for resident in range(1, most + 1):
             rows = [((a / t, rounds_steps(a, b, resident) / t, b / t), 1.0 - (base + r / bw + n * LAUNCH_MS) / t)
@@ -192,7 +193,7 @@ class Fitted:
             if resident == 1 or residual < CLOSER * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
-        reach = max((a / b for a, b, _, _ in (counts(config, s, spec.sm_count) for s in whole)), default=0.0)
+        reach = max((a / b for a, b, _, _ in counted.values()), default=0.0)
         probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base)
         points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
         return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base, reach)
