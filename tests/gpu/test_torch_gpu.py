@@ -168,17 +168,18 @@ def test_each_layout_allocates_only_its_output(layout):
 def test_backward_allocates_only_the_gradients():
     """dA and dB, handed to .grad as they are: no copy of an operand, only the split-K workspace of a
     kernel that reduces through one (taken from PyTorch's allocator per call, by design)."""
-    from gemmgen.torch.kernels import _KERNELS
+    from gemmgen.torch.launch import plan_for
 
     a, b = operand(512, 256, False, 15), operand(256, 384, False, 16)
     grad = randn(512, 384, seed=17)
     gt.matmul(a, b).backward(grad)   # warm-up: the NT and TN kernels of backward
     a.grad = b.grad = None
     out = gt.matmul(a, b)
-    backward = {key[1:5]: k for key, k in _KERNELS.items()     # (device, M, N, K, layout, ..., fixed_order, aligned)
-                if key[1:5] in ((512, 256, 384, "NT"), (256, 384, 512, "TN")) and not key[9] and key[10]}
-    assert len(backward) == 2
-    workspaces = sum(k.loaded.workspace_floats(M, N) > 0 for (M, N, _, _), k in backward.items())
+    # backward's two products, on the views it passes (dA = dC @ B^T, dB = A^T @ dC): their plans say
+    # which kernels reduce split-K through a workspace
+    plans = [plan_for(grad, b.detach().t(), None, None), plan_for(a.detach().t(), grad, None, None)]
+    assert [(p.M, p.N, p.K) for p in plans] == [(512, 256, 384), (256, 384, 512)]
+    workspaces = sum(p.workspace > 0 for p in plans)
     before = _allocations()
     out.backward(grad)
     assert _allocations() - before == 2 + workspaces
