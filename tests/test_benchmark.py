@@ -11,6 +11,7 @@ from gemmgen.measure.benchmark import run, table, to_json
 from gemmgen.base.devices import known
 from gemmgen.base import Measurement, RuntimeFailure, Shape
 from gemmgen.kernel.presets import preset
+from tests.scripts import load
 
 CUBLAS_MS = {"fp32": 2.5, "tf32": 1.25}
 CUBLAS_ERR = {"fp32": 1.1e-6, "tf32": 2.6e-4}
@@ -151,3 +152,24 @@ def test_split_error_names_bad_sizes_before_any_gpu_work(capsys):
         assert mod.main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and argv[1] in err and "multiple of 16" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prefix", "gg_nosuch", "--shape", "32x32x32"], "starts with gg_nosuch"),
+    (["--prefix", "gg_", "--shape", "32x0x32"], "--shape '32x0x32': expected MxNxK[/LAYOUT]"),
+    (["--prefix", "gg_", "--shape", "32x32x32/XY"], "--shape '32x32x32/XY': expected MxNxK[/LAYOUT]"),
+])
+def test_smem_floor_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):
+    """benchmarks/smem_floor.py names the bad value before it imports CuPy or touches a GPU."""
+    results = tmp_path / "r.json"
+    results.write_text(json.dumps({"timings": {"kernels": {"gg_simt_nn_x": {"config": {}, "ms": {}}}}}))
+    assert load("smem_floor").main([str(results)] + argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_smem_floor_refuses_a_file_that_is_not_results(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert load("smem_floor").main([str(bad), "--prefix", "gg_", "--shape", "32x32x32"]) == 2
+    assert "not a readable results file" in capsys.readouterr().err
