@@ -3,6 +3,7 @@ end to end with a stand-in worker; benchmarks/plan_kernel.py's input checks."""
 from __future__ import annotations
 
 import json
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -158,9 +159,12 @@ def test_split_error_names_bad_sizes_before_any_gpu_work(capsys):
     (["--prefix", "gg_nosuch", "--shape", "32x32x32"], "starts with gg_nosuch"),
     (["--prefix", "gg_", "--shape", "32x0x32"], "--shape '32x0x32': expected MxNxK[/LAYOUT]"),
     (["--prefix", "gg_", "--shape", "32x32x32/XY"], "--shape '32x32x32/XY': expected MxNxK[/LAYOUT]"),
+    (["--prefix", "gg_", "--shape", "32x32x32", "--rep-ms", "0"], "--rep-ms 0.0: must be above 0"),
 ])
-def test_smem_floor_refuses_bad_input_in_one_line(tmp_path, capsys, argv, message):
-    """benchmarks/smem_floor.py names the bad value before it imports CuPy or touches a GPU."""
+def test_smem_floor_refuses_bad_input_in_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    """benchmarks/smem_floor.py names the bad value before it imports CuPy (None in sys.modules: an
+    import raises) or touches a GPU."""
+    monkeypatch.setitem(sys.modules, "cupy", None)
     results = tmp_path / "r.json"
     results.write_text(json.dumps({"timings": {"kernels": {"gg_simt_nn_x": {"config": {}, "ms": {}}}}}))
     assert load("smem_floor").main([str(results)] + argv) == 2
@@ -173,3 +177,17 @@ def test_smem_floor_refuses_a_file_that_is_not_results(tmp_path, capsys):
     bad.write_text("[1, 2]")
     assert load("smem_floor").main([str(bad), "--prefix", "gg_", "--shape", "32x32x32"]) == 2
     assert "not a readable results file" in capsys.readouterr().err
+
+
+def test_smem_floor_times_only_kernels_that_compute_the_shape():
+    """A skinny kernel (N <= BN = 32) is skipped at N = 48 with its reason, and kernels of another layout
+    are left out; the SIMT kernel runs everywhere in its layout."""
+    floor = load("smem_floor")
+    skinny = preset("skinny").replace(layout="NN")
+    simt = preset("v8").replace(layout="NN")
+    configs = {"skinny": skinny, "simt": simt, "simt_tt": simt.replace(layout="TT")}
+    assert floor.runnable(configs, 32, 32, 32, "NN") == (["skinny", "simt"], [])
+    ok, refused = floor.runnable(configs, 64, 48, 40, "NN")
+    assert ok == ["simt"] and len(refused) == 1 and refused[0].startswith("skinny: ")
+    assert floor.runnable(configs, 64, 48, 40, "TT") == (["simt_tt"], [])
+    assert floor.parse_shape("200x30x100/TN") == (200, 30, 100, "TN")
