@@ -24,19 +24,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 CARVEOUT = 9   # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT (percent of the maximum; -1: no preference)
-SHAPE = re.compile(r"(\d+)x(\d+)x(\d+)(?:/(NN|NT|TN|TT))?")
 
 
 def parse_shape(text: str) -> tuple[int, int, int, str]:
-    """(M, N, K, layout) of ``MxNxK[/LAYOUT]``; ValueError naming the text and what is valid."""
-    m = SHAPE.fullmatch(text)
-    if not m or 0 in (int(m[1]), int(m[2]), int(m[3])):
-        raise ValueError(f"--shape {text!r}: expected MxNxK[/LAYOUT] with positive sizes and a layout of NN, NT, TN, TT")
-    return int(m[1]), int(m[2]), int(m[3]), m[4] or "NN"
+    """(M, N, K, layout) of ``MxNxK[/LAYOUT]`` by :meth:`gemmgen.base.Shape.parse`; ValueError naming the
+    option, the text and what is valid."""
+    from gemmgen.base import Shape
+
+    try:
+        s = Shape.parse(text)
+    except ValueError:
+        raise ValueError(f"--shape {text!r}: expected MxNxK[/LAYOUT] with positive sizes and a layout of NN, NT, TN, "
+                         "TT") from None
+    return s.M, s.N, s.K, s.layout
 
 
 def runnable(configs: dict, M: int, N: int, K: int, layout: str) -> tuple[list[str], list[str]]:
@@ -47,7 +50,10 @@ def runnable(configs: dict, M: int, N: int, K: int, layout: str) -> tuple[list[s
         if c.layout != layout:
             continue
         why = c.accepts(M, N, K)
-        (refused.append(f"{name}: {why}") if why else ok.append(name))
+        if why:
+            refused.append(f"{name}: {why}")
+        else:
+            ok.append(name)
     return ok, refused
 
 
