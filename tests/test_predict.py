@@ -403,3 +403,26 @@ def test_a_kernel_timed_only_where_slices_go_empty_is_not_fitted():
     for s in GRID:
         timings = timings.add(BIG, s, synthetic(BIG, s))
     assert [f.config.name for f in fit_all(timings.of_precision("fp32"), H100)] == [BIG.name]
+
+
+def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
+    """A SIMT kernel timed where its per-block term carries the time fits ``u`` at least the FMA floor
+    (BM*BN*BK FMAs at 128 a clock and the boost clock), so its deep-K predictions are no faster than the
+    SM can go (H100, session 34: a split-K TT kernel fitted 70% of the floor and ran 3818x61x7216 1.5x
+    slower than predicted); tensor-core kernels and FMA_LANES = 0 keep the plain fit."""
+    simt = preset("v10")                                          # 128x128x8: 131072 FMAs a block-step
+    floor = predict.step_floor(simt, H100)
+    assert floor == pytest.approx(128 * 128 * 8 / (128 * 1980e3), rel=1e-12)
+    shallow = [Shape(m, n, k) for m, n in ((512, 512), (2048, 2048), (4096, 1024), (1024, 4096)) for k in (8, 16, 24)]
+    measured = {s: synthetic(simt, s, u=0.2 * floor, v=0.02) for s in shallow}   # the time is all per-block
+    fit = Fitted.fit(simt, measured, H100)
+    assert fit.u >= floor * (1 - 1e-9)
+    deep = Shape(4096, 4096, 8192)
+    a, b, _, _ = counts(simt, deep, H100.sm_count)
+    assert fit.fitted(deep) >= floor * a
+    monkeypatch.setattr(predict, "FMA_LANES", 0)
+    plain = Fitted.fit(simt, measured, H100)
+    assert predict.step_floor(simt, H100) == 0.0 and plain.u < 0.5 * floor and plain.fitted(deep) < floor * a
+    monkeypatch.setattr(predict, "FMA_LANES", 128)
+    assert predict.step_floor(BIG, H100) == 0.0 and predict.step_floor(simt, known("a100")) == pytest.approx(
+        128 * 128 * 8 / (64 * known("a100").clock_mhz * 1e3), rel=1e-12)

@@ -69,6 +69,8 @@ REACH = 0.5            # share added per doubling of K steps beyond the most any
                        # 1632x139x578 and ran 35)
 STEADY = 16            # K steps after which a kernel's pipeline runs its steady state: measured that deep, its
                        # per-step cost is seen and deeper K is the fit's to predict
+FMA_LANES = 128        # FP32 FMAs an SM issues per clock (sm_86 and newer; sm_80's SMs: half): with the boost
+                       # clock, the least a block-step of an FMA kernel costs (:func:`step_floor`); 0: no floor
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
@@ -121,6 +123,26 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
     by_regs = max(c.min_blocks, spec.regs_per_sm // (c.threads * regs))
     return max(1, min(spec.smem_per_sm // (c.smem_bytes + 1024), spec.max_threads_per_sm // c.threads, by_regs,
                       MAX_RESIDENT))
+
+
+def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
+    """The least one block-step of ``c`` can cost its SM (ms): its BM x BN x BK FMAs at the SM's peak
+    FP32 rate (FMA_LANES a clock, 64 on sm_80, at the boost clock), for the kernels whose products are
+    FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock. The fit's ``u`` is
+    held at or above it: fitted on shapes of a few K steps, where the per-block term carries the time,
+    a kernel's ``u`` went below what the SM can do (H100, session 34: a split-K 64x32x8 TT kernel timed
+    on K <= 1100 at full waves fitted u = 0.046 us, 70% of the 0.065 us floor, and ran 3818x61x7216 in
+    130 us where it was predicted 89 and the kernel it displaced ran 59).
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> from gemmgen.base.devices import known
+    >>> round(step_floor(preset("v10"), known("h100")) * 1e6, 1), step_floor(preset("tf32x3-wgmma"), known("h100"))
+    (517.2, 0.0)
+    """
+    if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or FMA_LANES <= 0:
+        return 0.0
+    lanes = FMA_LANES // 2 if spec.cc == (8, 0) else FMA_LANES
+    return c.BM * c.BN * c.BK / (lanes * spec.clock_mhz * 1e3)
 
 
 def unaligned_factor(c: KernelConfig) -> float:
@@ -183,9 +205,11 @@ class Fitted:
         most = max_resident(config, spec, resident) if latency_bound(config) and not few else 1
         counted = {s: counts(config, s, spec.sm_count) for s in whole}
         per_point = [(counted[s], t) for s, t in used]
+        floor = step_floor(config, spec)                     # u = floor + what the fit finds above it
         best = (0.0, 0.0, 0.0, 0.0, 1)
         for resident in range(1, most + 1):
-            rows = [((a / t, rounds_steps(a, b, resident) / t, b / t), 1.0 - (base + r / bw + n * LAUNCH_MS) / t)
+            rows = [((a / t, rounds_steps(a, b, resident) / t, b / t),
+                     1.0 - (base + floor * a + r / bw + n * LAUNCH_MS) / t)
                     for (a, b, r, n), t in per_point]
             if not rows:
                 break
@@ -193,6 +217,7 @@ class Fitted:
             if resident == 1 or residual < CLOSER * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
+        u += floor
         reach = max((a / b for a, b, _, _ in counted.values()), default=0.0)
         probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base)
         points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
