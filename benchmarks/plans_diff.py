@@ -3,6 +3,12 @@ file's dispatch picks for random untuned shapes and the set, printed where they 
 before merging new timings into a shipped results file (docs/PERFORMANCE.md, session 17).
 
     python benchmarks/plans_diff.py OLD/nvidia-h200.json results/nvidia-h200.json --seeds 1-20 --set
+
+``--knob NAME=A,B`` sets a constant of gemmgen.runtime.dispatch, .staging or .predict to A for file A's
+plans and to B for file B's (give one file twice to see what the constant alone changes; on a GPU,
+benchmarks/ab_plans.py times the difference):
+
+    python benchmarks/plans_diff.py results/nvidia-h100-80gb-hbm3.json results/nvidia-h100-80gb-hbm3.json --knob FMA_LANES=0,128
 """
 from __future__ import annotations
 
@@ -33,14 +39,34 @@ def main(argv=None) -> int:
                     help="multiply-adds of the random shapes, 2^LO..2^HI (default 27:37)")
     ap.add_argument("--set", action="store_true", help="also the benchmark set (benchmarks/shapes.toml)")
     ap.add_argument("--family", help="restrict both dispatches to one family (e.g. simt)")
+    ap.add_argument("--knob", action="append", default=[], metavar="NAME=A,B",
+                    help="a constant of gemmgen.runtime.dispatch, .staging or .predict: A for file A, B for file B")
     args = ap.parse_args(argv)
+    knobs = {}
+    for knob in args.knob:
+        name, _, values = knob.partition("=")
+        try:
+            knobs[name] = tuple(float(v) for v in values.split(","))
+        except ValueError:
+            knobs[name] = ()
+        if len(knobs[name]) != 2:
+            ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. FMA_LANES=0,128")
     for path in (args.a, args.b):
         if not path.is_file():
             ap.error(f"results file {str(path)!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
 
+    import gemmgen.runtime.dispatch as dispatch
+    import gemmgen.runtime.predict as predict
+    import gemmgen.runtime.staging as staging
     from gemmgen.base.devices import known
     from gemmgen.records.store import load_file
     from gemmgen.runtime.library import KernelLibrary
+
+    owners = {name: [m for m in (dispatch, staging, predict) if hasattr(m, name) and name.isupper()] for name in knobs}
+    for name, found in owners.items():
+        if not found:
+            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch, .staging or .predict")
+    saved = {name: [getattr(m, name) for m in found] for name, found in owners.items()}
 
     def library(path: Path) -> KernelLibrary:
         found = load_file(path)
@@ -50,13 +76,23 @@ def main(argv=None) -> int:
         copy_a, copy_b, fit = lib.staged_fit(M, N, K, L, *packed_lds(M, N, K, L), N, family=args.family)
         return plan_name((fit, copy_a, copy_b)) if fit is not None else "(no timed kernel)"
 
-    libs = library(args.a), library(args.b)
     grid = tuned_keys()
     shapes = [s for seed in args.seeds for s in random_shapes(24, seed, grid, args.macs)]
     shapes += load_shapes(HERE / "shapes.toml") if args.set else []
+    plans = []
+    try:
+        for side, path in enumerate((args.a, args.b)):     # each side's library fitted under its own constants
+            for name, found in owners.items():
+                for m in found:
+                    setattr(m, name, type(getattr(m, name))(knobs[name][side]))
+            lib = library(path)
+            plans.append([plan(lib, M, N, K, L) for M, N, K, L in shapes])
+    finally:
+        for name, found in owners.items():
+            for m, value in zip(found, saved[name]):
+                setattr(m, name, value)
     changed = 0
-    for M, N, K, L in shapes:
-        pa, pb = plan(libs[0], M, N, K, L), plan(libs[1], M, N, K, L)
+    for (M, N, K, L), pa, pb in zip(shapes, *plans):
         if pa != pb:
             changed += 1
             print(f"{M}x{N}x{K}/{L}\n    A {pa}\n    B {pb}")

@@ -44,3 +44,19 @@ def test_a_kernel_taken_out_changes_the_plans_it_served(tmp_path, capsys):
 def test_a_missing_file_is_named():
     with pytest.raises(SystemExit):
         _module().main(["nope.json", str(SHIPPED)])
+
+
+def test_a_knob_changes_the_plans_it_decides_and_is_put_back(capsys):
+    """--knob FMA_LANES=0,128 on one file: file A's plans without the FMA kernels' step floor, B's with it
+    (session 34: a split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape);
+    the constant is what it was afterwards, and a name that is no constant is one line."""
+    from gemmgen.runtime import predict
+    before = predict.FMA_LANES
+    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_LANES=0,128"]) == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("1 of 24 plans differ")
+    assert "A gg_simt_tt_" in out and "B gg_tf32x3_tt_" in out
+    assert predict.FMA_LANES == before
+    with pytest.raises(SystemExit):
+        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "NOPE=1,2"])
+    assert "'NOPE' is not a constant" in capsys.readouterr().err
