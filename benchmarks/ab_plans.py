@@ -27,6 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from knobs import knob_owners, parse_knobs, set_side as set_knobs  # noqa: E402
 from matmul_vs_cublas import (geomean, leading_dims, operands, parse_macs, parse_shape, plan_name,  # noqa: E402
                               random_shapes, rel_error, tuned_keys)
 
@@ -62,15 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
-    knobs = {}
-    for knob in args.knob:
-        name, _, values = knob.partition("=")
-        try:
-            knobs[name] = tuple(float(v) for v in values.split(","))
-        except ValueError:
-            knobs[name] = ()
-        if len(knobs[name]) != 2:
-            ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. MIN_PACK_MS=0.2,0.08")
+    knobs = parse_knobs(ap, args.knob, "MIN_PACK_MS=0.2,0.08")
     if not knobs and not (args.results_a or args.results_b):
         ap.error("nothing to compare: give --knob NAME=A,B, or --results-a / --results-b FILE")
     for path in (args.results_a, args.results_b):
@@ -83,25 +76,16 @@ def main(argv=None) -> int:
     import cupy
 
     import gemmgen
-    import gemmgen.runtime.predict as predict
-    import gemmgen.runtime.staging as staging
     from gemmgen.base import Shape
     from gemmgen.base.devices import detect
     from gemmgen.measure.problem import cublas_call
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
     from gemmgen.runtime import calls, library
 
-    owners = {}
-    for name in knobs:
-        owners[name] = [m for m in (sys.modules["gemmgen.runtime.dispatch"], staging, predict)
-                        if hasattr(m, name) and name.isupper()]
-        if not owners[name]:
-            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch, .staging or .predict")
+    owners = knob_owners(ap, knobs)
 
     def set_side(side: int) -> None:
-        for name, values in knobs.items():
-            for m in owners[name]:
-                setattr(m, name, type(getattr(m, name))(values[side]))
+        set_knobs(knobs, owners, side)
 
     libs = tuple(side_library(path) for path in (args.results_a, args.results_b))
     key = (cupy.cuda.Device().id, False)

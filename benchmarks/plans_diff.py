@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from knobs import knob_owners, parse_knobs, set_side  # noqa: E402
 from matmul_vs_cublas import HERE, load_shapes, packed_lds, parse_macs, plan_name, random_shapes, tuned_keys  # noqa: E402
 
 
@@ -42,30 +43,16 @@ def main(argv=None) -> int:
     ap.add_argument("--knob", action="append", default=[], metavar="NAME=A,B",
                     help="a constant of gemmgen.runtime.dispatch, .staging or .predict: A for file A, B for file B")
     args = ap.parse_args(argv)
-    knobs = {}
-    for knob in args.knob:
-        name, _, values = knob.partition("=")
-        try:
-            knobs[name] = tuple(float(v) for v in values.split(","))
-        except ValueError:
-            knobs[name] = ()
-        if len(knobs[name]) != 2:
-            ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. FMA_LANES=0,128")
+    knobs = parse_knobs(ap, args.knob, "FMA_LANES=0,128")
     for path in (args.a, args.b):
         if not path.is_file():
             ap.error(f"results file {str(path)!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
 
-    import gemmgen.runtime.dispatch as dispatch
-    import gemmgen.runtime.predict as predict
-    import gemmgen.runtime.staging as staging
     from gemmgen.base.devices import known
     from gemmgen.records.store import load_file
     from gemmgen.runtime.library import KernelLibrary
 
-    owners = {name: [m for m in (dispatch, staging, predict) if hasattr(m, name) and name.isupper()] for name in knobs}
-    for name, found in owners.items():
-        if not found:
-            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch, .staging or .predict")
+    owners = knob_owners(ap, knobs)
     saved = {name: [getattr(m, name) for m in found] for name, found in owners.items()}
 
     def library(path: Path) -> KernelLibrary:
@@ -82,9 +69,7 @@ def main(argv=None) -> int:
     plans = []
     try:
         for side, path in enumerate((args.a, args.b)):     # each side's library fitted under its own constants
-            for name, found in owners.items():
-                for m in found:
-                    setattr(m, name, type(getattr(m, name))(knobs[name][side]))
+            set_side(knobs, owners, side)
             lib = library(path)
             plans.append([plan(lib, M, N, K, L) for M, N, K, L in shapes])
     finally:

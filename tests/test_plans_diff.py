@@ -60,3 +60,6 @@ def test_a_knob_changes_the_plans_it_decides_and_is_put_back(capsys):
     with pytest.raises(SystemExit):
         _module().main([str(SHIPPED), str(SHIPPED), "--knob", "NOPE=1,2"])
     assert "'NOPE' is not a constant" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "FMA_LANES=128"])
+    assert "--knob 'FMA_LANES=128': give NAME=A,B with two numbers" in capsys.readouterr().err

@@ -1,0 +1,41 @@
+"""``--knob NAME=A,B`` for the A/B scripts (ab_plans.py times the two sides on a GPU, plans_diff.py lists
+the plans they disagree on without one): a module constant of gemmgen.runtime.dispatch, .staging or
+.predict, set to A on side A and to B on side B."""
+from __future__ import annotations
+
+import argparse
+import importlib
+from types import ModuleType
+
+MODULES = ("gemmgen.runtime.dispatch", "gemmgen.runtime.staging", "gemmgen.runtime.predict")
+
+
+def parse_knobs(ap: argparse.ArgumentParser, texts: list[str], example: str) -> dict[str, tuple[float, float]]:
+    """'NAME=A,B' texts -> {NAME: (A, B)}; anything else is ``ap.error`` naming the text and ``example``."""
+    knobs = {}
+    for knob in texts:
+        name, _, values = knob.partition("=")
+        try:
+            knobs[name] = tuple(float(v) for v in values.split(","))
+        except ValueError:
+            knobs[name] = ()
+        if len(knobs[name]) != 2:
+            ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. {example}")
+    return knobs
+
+
+def knob_owners(ap: argparse.ArgumentParser, names) -> dict[str, list[ModuleType]]:
+    """The modules of MODULES that hold each constant (upper-case name); one that none holds is ``ap.error``."""
+    modules = [importlib.import_module(m) for m in MODULES]
+    owners = {name: [m for m in modules if hasattr(m, name) and name.isupper()] for name in names}
+    for name, found in owners.items():
+        if not found:
+            ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch, .staging or .predict")
+    return owners
+
+
+def set_side(knobs: dict[str, tuple[float, float]], owners: dict[str, list[ModuleType]], side: int) -> None:
+    """Every knob's constant to its value on ``side`` (0: A, 1: B), in the constant's own type."""
+    for name, values in knobs.items():
+        for m in owners[name]:
+            setattr(m, name, type(getattr(m, name))(values[side]))
