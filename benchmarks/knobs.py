@@ -21,16 +21,23 @@ def parse_knobs(ap: argparse.ArgumentParser, texts: list[str], example: str) -> 
             knobs[name] = ()
         if len(knobs[name]) != 2:
             ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. {example}")
+        if sum(k.partition("=")[0] == name for k in texts) > 1:
+            ap.error(f"--knob {name}: given more than once; give each constant once")
     return knobs
 
 
-def knob_owners(ap: argparse.ArgumentParser, names) -> dict[str, list[ModuleType]]:
-    """The modules of MODULES that hold each constant (upper-case name); one that none holds is ``ap.error``."""
+def knob_owners(ap: argparse.ArgumentParser, knobs: dict[str, tuple[float, float]]) -> dict[str, list[ModuleType]]:
+    """The modules of MODULES that hold each constant (upper-case name); one that none holds, or a
+    fraction given to an integer constant (set_side would cut it), is ``ap.error``."""
     modules = [importlib.import_module(m) for m in MODULES]
-    owners = {name: [m for m in modules if hasattr(m, name) and name.isupper()] for name in names}
+    owners = {name: [m for m in modules if hasattr(m, name) and name.isupper()] for name in knobs}
     for name, found in owners.items():
         if not found:
             ap.error(f"--knob {name!r} is not a constant of gemmgen.runtime.dispatch, .staging or .predict")
+        current = getattr(found[0], name)
+        for v in knobs[name]:
+            if isinstance(current, int) and not isinstance(current, bool) and v != int(v):
+                ap.error(f"--knob {name}: {v:g} is not a whole number, and the constant is one ({current})")
     return owners
 
 

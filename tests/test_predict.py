@@ -3,6 +3,7 @@ between them, alignment classes apart, layouts transferred by measured factors, 
 least predicted time chosen; checked on synthetic timings and on timings recorded on an H100."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -407,9 +408,10 @@ def test_a_kernel_timed_only_where_slices_go_empty_is_not_fitted():
 
 def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     """A SIMT kernel timed where its per-block term carries the time fits ``u`` at least the FMA floor
-    (BM*BN*BK FMAs at 128 a clock and the boost clock), so its deep-K predictions are no faster than the
-    SM can go (H100, session 34: a split-K TT kernel fitted 70% of the floor and ran 3818x61x7216 1.5x
-    slower than predicted); tensor-core kernels and FMA_LANES = 0 keep the plain fit."""
+    (BM*BN*BK FMAs at 128 a clock and the boost clock; half as many lanes on sm_80 and older), so the
+    fit's deep-K times are no faster than the SM can go (H100, session 34: a split-K TT kernel fitted 70%
+    of the floor and ran 3818x61x7216 1.5x slower than predicted); tensor-core kernels and
+    FMA_LANES = 0 keep the plain fit."""
     simt = preset("v10")                                          # 128x128x8: 131072 FMAs a block-step
     floor = predict.step_floor(simt, H100)
     assert floor == pytest.approx(128 * 128 * 8 / (128 * 1980e3), rel=1e-12)
@@ -426,3 +428,6 @@ def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     monkeypatch.setattr(predict, "FMA_LANES", 128)
     assert predict.step_floor(BIG, H100) == 0.0 and predict.step_floor(simt, known("a100")) == pytest.approx(
         128 * 128 * 8 / (64 * known("a100").clock_mhz * 1e3), rel=1e-12)
+    assert predict.step_floor(preset("skinny"), H100) == pytest.approx(64 * 32 * 16 / (128 * 1980e3), rel=1e-12)
+    volta = dataclasses.replace(H100, cc=(7, 0))
+    assert predict.step_floor(simt, volta) == pytest.approx(2 * floor, rel=1e-12)

@@ -69,7 +69,7 @@ REACH = 0.5            # share added per doubling of K steps beyond the most any
                        # 1632x139x578 and ran 35)
 STEADY = 16            # K steps after which a kernel's pipeline runs its steady state: measured that deep, its
                        # per-step cost is seen and deeper K is the fit's to predict
-FMA_LANES = 128        # FP32 FMAs an SM issues per clock (sm_86 and newer; sm_80's SMs: half): with the boost
+FMA_LANES = 128        # FP32 FMAs an SM issues per clock (sm_86 and newer; sm_80 and older: half): with the boost
                        # clock, the least a block-step of an FMA kernel costs (:func:`step_floor`); 0: no floor
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
@@ -127,7 +127,7 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
 
 def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
     """The least one block-step of ``c`` can cost its SM (ms): its BM x BN x BK FMAs at the SM's peak
-    FP32 rate (FMA_LANES a clock, 64 on sm_80, at the boost clock), for the kernels whose products are
+    FP32 rate (FMA_LANES a clock, half on sm_80 and older, at the boost clock), for the kernels whose products are
     FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock. The fit's ``u`` is
     held at or above it: fitted on shapes of a few K steps, where the per-block term carries the time,
     a kernel's ``u`` went below what the SM can do (H100, session 34: a split-K 64x32x8 TT kernel timed
@@ -141,7 +141,7 @@ def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
     """
     if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or FMA_LANES <= 0:
         return 0.0
-    lanes = FMA_LANES // 2 if spec.cc == (8, 0) else FMA_LANES
+    lanes = FMA_LANES / 2 if tuple(spec.cc) <= (8, 0) else FMA_LANES
     return c.BM * c.BN * c.BK / (lanes * spec.clock_mhz * 1e3)
 
 
