@@ -15,14 +15,14 @@ def parse_knobs(ap: argparse.ArgumentParser, texts: list[str], example: str) -> 
     knobs = {}
     for knob in texts:
         name, _, values = knob.partition("=")
+        if name in knobs:
+            ap.error(f"--knob {name}: given more than once; give each constant once")
         try:
             knobs[name] = tuple(float(v) for v in values.split(","))
         except ValueError:
             knobs[name] = ()
         if len(knobs[name]) != 2:
             ap.error(f"--knob {knob!r}: give NAME=A,B with two numbers, e.g. {example}")
-        if sum(k.partition("=")[0] == name for k in texts) > 1:
-            ap.error(f"--knob {name}: given more than once; give each constant once")
     return knobs
 
 
