@@ -8,7 +8,7 @@ before merging new timings into a shipped results file (docs/PERFORMANCE.md, ses
 plans and to B for file B's (give one file twice to see what the constant alone changes; on a GPU,
 benchmarks/ab_plans.py times the difference):
 
-    python benchmarks/plans_diff.py results/nvidia-h100-80gb-hbm3.json results/nvidia-h100-80gb-hbm3.json --knob FMA_LANES=0,128
+    python benchmarks/plans_diff.py results/nvidia-h100-80gb-hbm3.json results/nvidia-h100-80gb-hbm3.json --knob FMA_FLOOR=0,1
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("--knob", action="append", default=[], metavar="NAME=A,B",
                     help="a constant of gemmgen.runtime.dispatch, .staging or .predict: A for file A, B for file B")
     args = ap.parse_args(argv)
-    knobs = parse_knobs(ap, args.knob, "FMA_LANES=0,128")
+    knobs = parse_knobs(ap, args.knob, "FMA_FLOOR=0,1")
     for path in (args.a, args.b):
         if not path.is_file():
             ap.error(f"results file {str(path)!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")

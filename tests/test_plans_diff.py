@@ -47,33 +47,33 @@ def test_a_missing_file_is_named():
 
 
 def test_a_knob_changes_the_plans_it_decides_and_is_put_back(capsys, monkeypatch):
-    """--knob FMA_LANES=0,128 on one file: file A's plans without the FMA kernels' step floor, B's with it
+    """--knob FMA_FLOOR=0,1 on one file: file A's plans without the FMA kernels' step floor, B's with it
     (session 34: a split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape);
     the constant is what it was afterwards, also when a side fails, and a name that is no constant, a
     value missing or an integer constant given a fraction is one line."""
     from gemmgen.runtime import predict
-    before = predict.FMA_LANES
-    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_LANES=0,128"]) == 0
+    before = predict.FMA_FLOOR
+    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_FLOOR=0,1"]) == 0
     out = capsys.readouterr().out
     assert out.strip().endswith("1 of 24 plans differ")
     assert "A gg_simt_tt_" in out and "B gg_tf32x3_tt_" in out
-    assert predict.FMA_LANES == before
+    assert predict.FMA_FLOOR == before
     import gemmgen.records.store as store
 
     def broken(path):
-        assert predict.FMA_LANES == 64                      # side A's value was set, then the load fails
+        assert predict.FMA_FLOOR == 2.0                     # side A's value was set, then the load fails
         raise RuntimeError("unreadable")
     monkeypatch.setattr(store, "load_file", broken)
     with pytest.raises(RuntimeError):
-        _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_LANES=64,32"])
-    assert predict.FMA_LANES == before
+        _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_FLOOR=2,3"])
+    assert predict.FMA_FLOOR == before
     monkeypatch.undo()
     with pytest.raises(SystemExit):
         _module().main([str(SHIPPED), str(SHIPPED), "--knob", "NOPE=1,2"])
     assert "'NOPE' is not a constant" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "FMA_LANES=128"])
-    assert "--knob 'FMA_LANES=128': give NAME=A,B with two numbers" in capsys.readouterr().err
+        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "FMA_FLOOR=1"])
+    assert "--knob 'FMA_FLOOR=1': give NAME=A,B with two numbers" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "FMA_LANES=0,64.5"])
-    assert "--knob FMA_LANES: 64.5 is not a whole number, and the constant is one (128)" in capsys.readouterr().err
+        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "MAX_RESIDENT=0,4.5"])
+    assert "--knob MAX_RESIDENT: 4.5 is not a whole number, and the constant is one (8)" in capsys.readouterr().err

@@ -408,10 +408,10 @@ def test_a_kernel_timed_only_where_slices_go_empty_is_not_fitted():
 
 def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     """A SIMT kernel timed where its per-block term carries the time fits ``u`` at least the FMA floor
-    (BM*BN*BK FMAs at 128 a clock and the boost clock; half as many lanes on sm_80 and older), so the
+    (BM*BN*BK FMAs at DeviceSpec.fma_lanes a clock, 128 here and 64 on sm_80 and older, at the boost clock), so the
     fit's deep-K times are no faster than the SM can go (H100, session 34: a split-K TT kernel fitted 70%
     of the floor and ran 3818x61x7216 1.5x slower than predicted); tensor-core kernels and
-    FMA_LANES = 0 keep the plain fit."""
+    FMA_FLOOR = 0 keep the plain fit."""
     simt = preset("v10")                                          # 128x128x8: 131072 FMAs a block-step
     floor = predict.step_floor(simt, H100)
     assert floor == pytest.approx(128 * 128 * 8 / (128 * 1980e3), rel=1e-12)
@@ -422,10 +422,12 @@ def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     deep = Shape(4096, 4096, 8192)
     a, b, _, _ = counts(simt, deep, H100.sm_count)
     assert fit.fitted(deep) >= floor * a
-    monkeypatch.setattr(predict, "FMA_LANES", 0)
+    monkeypatch.setattr(predict, "FMA_FLOOR", 0)
     plain = Fitted.fit(simt, measured, H100)
     assert predict.step_floor(simt, H100) == 0.0 and plain.u < 0.5 * floor and plain.fitted(deep) < floor * a
-    monkeypatch.setattr(predict, "FMA_LANES", 128)
+    monkeypatch.setattr(predict, "FMA_FLOOR", 1.35)
+    assert predict.step_floor(simt, H100) == pytest.approx(1.35 * floor, rel=1e-12)
+    monkeypatch.setattr(predict, "FMA_FLOOR", 1.0)
     assert predict.step_floor(BIG, H100) == 0.0 and predict.step_floor(simt, known("a100")) == pytest.approx(
         128 * 128 * 8 / (64 * known("a100").clock_mhz * 1e3), rel=1e-12)
     assert predict.step_floor(preset("skinny"), H100) == pytest.approx(64 * 32 * 16 / (128 * 1980e3), rel=1e-12)

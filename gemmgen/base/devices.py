@@ -39,9 +39,23 @@ class DeviceSpec:
         return f"sm_{self.cc[0]}{self.cc[1]}"
 
     @property
+    def fma_lanes(self) -> int:
+        """FP32 FMAs an SM issues per clock: 128 on sm_86 and newer (GA10x, Ada, Hopper: two FP32 paths
+        a partition), 64 on sm_80 (A100) and older.
+
+        >>> known("h100").fma_lanes, known("rtx3090").fma_lanes, known("a100").fma_lanes
+        (128, 128, 64)
+        """
+        return 64 if tuple(self.cc) <= (8, 0) else 128
+
+    @property
     def fp32_tflops(self) -> float:
-        """FMA ceiling: SMs x 128 FP32 lanes x 2 FLOP x clock."""
-        return self.sm_count * 128 * 2 * self.clock_mhz * 1e6 / 1e12
+        """FMA ceiling: SMs x FP32 lanes (:attr:`fma_lanes`) x 2 FLOP x clock.
+
+        >>> round(known("h100").fp32_tflops, 1), round(known("a100").fp32_tflops, 1)
+        (66.9, 19.5)
+        """
+        return self.sm_count * self.fma_lanes * 2 * self.clock_mhz * 1e6 / 1e12
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -69,8 +69,8 @@ REACH = 0.5            # share added per doubling of K steps beyond the most any
                        # 1632x139x578 and ran 35)
 STEADY = 16            # K steps after which a kernel's pipeline runs its steady state: measured that deep, its
                        # per-step cost is seen and deeper K is the fit's to predict
-FMA_LANES = 128        # FP32 FMAs an SM issues per clock (sm_86 and newer; sm_80 and older: half): with the boost
-                       # clock, the least a block-step of an FMA kernel costs (:func:`step_floor`); 0: no floor
+FMA_FLOOR = 1.0        # the least a block-step of an FMA kernel costs (:func:`step_floor`), as a multiple of its
+                       # FMAs at the SM's peak (DeviceSpec.fma_lanes a clock at the boost clock); 0: no floor
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
@@ -126,9 +126,9 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
 
 
 def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
-    """The least one block-step of ``c`` can cost its SM (ms): its BM x BN x BK FMAs at the SM's peak
-    FP32 rate (FMA_LANES a clock, half on sm_80 and older, at the boost clock), for the kernels whose products are
-    FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock. The fit's ``u`` is
+    """The least one block-step of ``c`` can cost its SM (ms): FMA_FLOOR times its BM x BN x BK FMAs at
+    the SM's peak FP32 rate (:attr:`DeviceSpec.fma_lanes` a clock at the boost clock), for the kernels
+    whose products are FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock. The fit's ``u`` is
     held at or above it: fitted on shapes of a few K steps, where the per-block term carries the time,
     a kernel's ``u`` went below what the SM can do (H100, session 34: a split-K 64x32x8 TT kernel timed
     on K <= 1100 at full waves fitted u = 0.046 us, 70% of the 0.065 us floor, and ran 3818x61x7216 in
@@ -139,10 +139,9 @@ def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
     >>> round(step_floor(preset("v10"), known("h100")) * 1e6, 1), step_floor(preset("tf32x3-wgmma"), known("h100"))
     (517.2, 0.0)
     """
-    if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or FMA_LANES <= 0:
+    if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or FMA_FLOOR <= 0:
         return 0.0
-    lanes = FMA_LANES / 2 if tuple(spec.cc) <= (8, 0) else FMA_LANES
-    return c.BM * c.BN * c.BK / (lanes * spec.clock_mhz * 1e3)
+    return FMA_FLOOR * c.BM * c.BN * c.BK / (spec.fma_lanes * spec.clock_mhz * 1e3)
 
 
 def unaligned_factor(c: KernelConfig) -> float:
