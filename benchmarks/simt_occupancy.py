@@ -5,8 +5,9 @@ Why (H100, session 35, Nsight Compute on 72x9349x37 NN): the 32x32x16 SIMT tile 
 Optuna found for launch-sized shallow shapes compiles to 118 registers a thread (the unrolled K loop
 keeps every fragment of the 16-deep step live), so 4 blocks fit an SM and its 879 blocks run in 1.66
 waves: 9.6 us. cuBLAS runs the same 32x32 tiles as 64-thread blocks of 80 registers, 12 an SM, all 879
-at once: 7.6 us. ``__launch_bounds__(threads, min_blocks)`` caps the registers; the search space draws
-``min_blocks`` 1..2 only, so no stored kernel asks for more.
+at once: 7.6 us. ``__launch_bounds__(threads, min_blocks)`` caps the registers; the search space drew
+``min_blocks`` 1..2 only (before 6b1d35a), so no stored kernel asked for more. (Registers as NVRTC built
+the stored kernels; nvcc -arch=sm_90a gives 107 for that tile: docs/PERFORMANCE.md, session 35.)
 
 The set: every stored SIMT kernel that does not split K, whose block tile is at most 64x64 and whose
 threads are at most 256, with ``min_blocks`` at the two counts that cap the registers near 80 and at 64

@@ -22,13 +22,16 @@ def test_small_unsplit_simt_tiles_get_two_register_caps_and_nothing_else_does():
     out = mod.candidates(stored, "h100")
     assert [c.min_blocks for c in out] == [6, 8]
     assert all(c.replace(min_blocks=1) == SMALL and not explain(c, "h100") for c in out)
-    # a variant already stored is not named again; one the rules refuse (threads per SM) neither
+    # a variant already stored is not named again
     assert [c.min_blocks for c in mod.candidates(stored + [out[0]], "h100")] == [8]
-    assert mod.counts_for(1024) == [2]
+    # nor one the rules refuse: 6 blocks of this 6-stage 64x64x32 tile's shared memory exceed an SM's
+    deep = SMALL.replace(BM=64, BN=64, BK=32, WM=32, WN=32, WMITER=8, stages=6, async_copy=True)
+    assert deep.threads == 128 and not explain(deep, "h100")
+    assert explain(deep.replace(min_blocks=6), "h100") and mod.candidates([deep], "h100") == []
 
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
-def test_every_variant_is_timed_in_the_shipped_results(tmp_path, gpu):
+def test_every_variant_is_timed_in_the_shipped_results(tmp_path, monkeypatch, gpu):
     """Both results files hold every variant the script names (it names none that is not timed), each
     timed on every launch-shallow grid shape of its layout, and the file it writes is this GPU's with no
     times."""
@@ -41,8 +44,14 @@ def test_every_variant_is_timed_in_the_shipped_results(tmp_path, gpu):
     for n in variants:
         mine = {s for s in grid if s.endswith("/" + kernels[n]["config"]["layout"])}
         assert len(mine) == 12 and mine <= set(kernels[n]["ms"]), n
-    assert mod.main(["--gpu", gpu, "--out", str(tmp_path)]) == 0
-    written = json.loads((tmp_path / files.GPUS[gpu]).read_text())
-    assert written["device"] == shipped["device"] and written["timings"]["kernels"] == {}
     stored = [KernelConfig.from_dict(k["config"]) for k in kernels.values()]
-    assert {c.name for c in mod.candidates(stored, gpu)} == set()
+    assert mod.candidates(stored, gpu) == []
+    # with the variants taken out of the shipped file, the script names exactly them, untimed
+    shipped["timings"]["kernels"] = {n: k for n, k in kernels.items() if n not in variants}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / files.GPUS[gpu]).write_text(json.dumps(shipped))
+    monkeypatch.setattr(mod, "RESULTS", tmp_path / "in")
+    assert mod.main(["--gpu", gpu, "--out", str(tmp_path / "out")]) == 0
+    written = json.loads((tmp_path / "out" / files.GPUS[gpu]).read_text())
+    assert written["device"] == shipped["device"] and set(written["timings"]["kernels"]) == set(variants)
+    assert not any(k["ms"] for k in written["timings"]["kernels"].values())

@@ -384,3 +384,28 @@ def test_split_k_reaches_skinny_shapes():
     assert load_space("simt", "sm_90").grid()["split_k"] == [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
     for family in TC:
         assert load_space(family, "sm_80").grid()["split_k"] == [1, 2, 3, 4, 6, 8, 12, 16]
+
+
+def test_small_simt_tiles_draw_blocks_an_sm_up_to_64_registers():
+    """``blocks`` (1..16) is min_blocks for tiles of at most 64x64, capped where 64 registers a thread are
+    left (4 warps: 8 blocks, 2 warps: 16), and 1 or 2 for larger tiles; every such config round-trips
+    (session 35: 32x32 tiles of 4 warps at 118 registers ran 1.66 waves where cuBLAS ran one)."""
+    space = load_space("simt", "sm_90")
+    small = preset("v10").replace(BM=32, BN=32, BK=8, WM=16, WN=16, WMITER=2, WNITER=1, TM=2, TN=2, vec=2, label="")
+    pair = small.replace(BN=32, WN=32, WMITER=4)                       # 2 warps (64 threads)
+    assert (small.threads, pair.threads) == (128, 64) and not explain(small, "sm_90") and not explain(pair, "sm_90")
+    for c, most in ((small, 8), (pair, 16)):
+        for mb in range(1, most + 1):
+            params = space.params_of(c.replace(min_blocks=mb))
+            assert params["blocks"] == mb and space.sample(optuna.trial.FixedTrial(params), c.layout).min_blocks == mb
+        assert space.params_of(c.replace(min_blocks=most + 1)) is None
+        capped = dict(space.params_of(c), blocks=16)
+        assert space.sample(optuna.trial.FixedTrial(capped), c.layout).min_blocks == most
+    big = preset("v10")
+    assert [space.params_of(big.replace(min_blocks=mb))["blocks"] for mb in (1, 2)] == [1, 9]
+    assert space.params_of(big.replace(min_blocks=3)) is None
+    drawn = [space.sample(optuna.trial.FixedTrial(dict(space.params_of(big), blocks=b)), "NN").min_blocks
+             for b in range(1, 17)]
+    assert drawn == [1] * 8 + [2] * 8
+    seen = {(c.BM * c.BN <= 4096, c.min_blocks) for c in sample_valid(300, "sm_90", seed=11)}
+    assert {(True, 8), (False, 2)} <= seen and not any(mb > 2 for small_tile, mb in seen if not small_tile)

@@ -41,7 +41,8 @@ class DeviceSpec:
     @property
     def fma_lanes(self) -> int:
         """FP32 FMAs an SM issues per clock: 128 on sm_86 and newer (GA10x, Ada, Hopper: two FP32 paths
-        a partition), 64 on sm_80 (A100) and older.
+        a partition), 64 on sm_80 (A100) and sm_7x (Volta, Turing). Older GPUs, outside gemmgen's targets,
+        count as sm_7x.
 
         >>> known("h100").fma_lanes, known("rtx3090").fma_lanes, known("a100").fma_lanes
         (128, 128, 64)
