@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from knobs import knob_owners, parse_knobs, set_side as set_knobs  # noqa: E402
+from knobs import knob_owners, parse_knobs, set_side  # noqa: E402
 from matmul_vs_cublas import (geomean, leading_dims, operands, parse_macs, parse_shape, plan_name,  # noqa: E402
                               random_shapes, rel_error, tuned_keys)
 
@@ -83,10 +83,6 @@ def main(argv=None) -> int:
     from gemmgen.runtime import calls, library
 
     owners = knob_owners(ap, knobs)
-
-    def set_side(side: int) -> None:
-        set_knobs(knobs, owners, side)
-
     libs = tuple(side_library(path) for path in (args.results_a, args.results_b))
     key = (cupy.cuda.Device().id, False)
     spec = detect(key[0])
@@ -96,7 +92,7 @@ def main(argv=None) -> int:
         lda, ldb = leading_dims(A, B, L)
         plans = []
         for side, lib in enumerate(libs):
-            set_side(side)
+            set_side(knobs, owners, side)
             plans.append(plan_name(lib.plan_for(M, N, K, L, lda, ldb, N)))
         if args.only_changed and plans[0] == plans[1]:
             continue

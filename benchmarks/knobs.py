@@ -4,7 +4,9 @@ the plans they disagree on without one): a module constant of gemmgen.runtime.di
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+from collections.abc import Iterator
 from types import ModuleType
 
 MODULES = ("gemmgen.runtime.dispatch", "gemmgen.runtime.staging", "gemmgen.runtime.predict")
@@ -46,3 +48,16 @@ def set_side(knobs: dict[str, tuple[float, float]], owners: dict[str, list[Modul
     for name, values in knobs.items():
         for m in owners[name]:
             setattr(m, name, type(getattr(m, name))(values[side]))
+
+
+@contextlib.contextmanager
+def restored(owners: dict[str, list[ModuleType]]) -> Iterator[None]:
+    """Put every owned constant back to the value it has on entry when the block ends, also by an error
+    (a script's ``main`` run in a test process leaves the dispatch as it found it)."""
+    saved = {name: [getattr(m, name) for m in found] for name, found in owners.items()}
+    try:
+        yield
+    finally:
+        for name, found in owners.items():
+            for m, value in zip(found, saved[name]):
+                setattr(m, name, value)

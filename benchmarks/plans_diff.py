@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from knobs import knob_owners, parse_knobs, set_side  # noqa: E402
+from knobs import knob_owners, parse_knobs, restored, set_side  # noqa: E402
 from matmul_vs_cublas import HERE, load_shapes, packed_lds, parse_macs, plan_name, random_shapes, tuned_keys  # noqa: E402
 
 
@@ -53,7 +53,6 @@ def main(argv=None) -> int:
     from gemmgen.runtime.library import KernelLibrary
 
     owners = knob_owners(ap, knobs)
-    saved = {name: [getattr(m, name) for m in found] for name, found in owners.items()}
 
     def library(path: Path) -> KernelLibrary:
         found = load_file(path)
@@ -67,15 +66,11 @@ def main(argv=None) -> int:
     shapes = [s for seed in args.seeds for s in random_shapes(24, seed, grid, args.macs)]
     shapes += load_shapes(HERE / "shapes.toml") if args.set else []
     plans = []
-    try:
+    with restored(owners):
         for side, path in enumerate((args.a, args.b)):     # each side's library fitted under its own constants
             set_side(knobs, owners, side)
             lib = library(path)
             plans.append([plan(lib, M, N, K, L) for M, N, K, L in shapes])
-    finally:
-        for name, found in owners.items():
-            for m, value in zip(found, saved[name]):
-                setattr(m, name, value)
     changed = 0
     for (M, N, K, L), pa, pb in zip(shapes, *plans):
         if pa != pb:

@@ -40,32 +40,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from candidates import GPUS, RESULTS, write  # noqa: E402
 
+from gemmgen.base.devices import known  # noqa: E402
 from gemmgen.kernel.config import KernelConfig  # noqa: E402
 from gemmgen.kernel.rules.registry import explain  # noqa: E402
 
-REGISTERS_SM = 65536
 CAPS = (80, 64)          # registers a thread the two variants aim at
 
 
-def counts_for(threads: int) -> list[int]:
-    """The ``min_blocks`` that cap a block of ``threads`` at about CAPS registers a thread (rounded down to
-    the allocation's 8, so 128 threads: 6 -> 80 and 8 -> 64).
+def counts_for(threads: int, regs_per_sm: int = 65536) -> list[int]:
+    """The ``min_blocks`` that cap a block of ``threads`` at about CAPS registers a thread, of an SM's
+    ``regs_per_sm`` (rounded down to the allocation's 8, so 128 threads: 6 -> 80 and 8 -> 64).
 
     >>> counts_for(128), counts_for(64), counts_for(256)
     ([6, 8], [12, 16], [3, 4])
     """
-    return sorted({max(2, REGISTERS_SM // (threads * cap)) for cap in CAPS})
+    return sorted({max(2, regs_per_sm // (threads * cap)) for cap in CAPS})
 
 
 def candidates(stored: list[KernelConfig], gpu: str) -> list[KernelConfig]:
     """The variants of ``stored``'s small-tile SIMT kernels (see the module docstring), each name once,
     none already stored and none the rules refuse on ``gpu``."""
     have = {c.name for c in stored}
+    regs = known(gpu).regs_per_sm
     out = {}
     for c in stored:
         if c.family != "simt" or c.split_k > 1 or c.BM * c.BN > 64 * 64 or c.threads > 256:
             continue
-        for mb in counts_for(c.threads):
+        for mb in counts_for(c.threads, regs):
             v = c.replace(min_blocks=mb)
             if v.name not in have and not explain(v, gpu):
                 out[v.name] = v

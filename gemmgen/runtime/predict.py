@@ -128,9 +128,9 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
 def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
     """The least one block-step of ``c`` can cost its SM (ms): FMA_FLOOR times its BM x BN x BK FMAs at
     the SM's peak FP32 rate (:attr:`DeviceSpec.fma_lanes` a clock at the boost clock), for the kernels
-    whose products are FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock. The fit's ``u`` is
-    held at or above it: fitted on shapes of a few K steps, where the per-block term carries the time,
-    a kernel's ``u`` went below what the SM can do (H100, session 34: a split-K 64x32x8 TT kernel timed
+    whose products are FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock.
+    The fit's ``u`` is held at or above it: fitted on shapes of a few K steps, where the per-block term
+    carries the time, a kernel's ``u`` went below what the SM can do (H100, session 34: a split-K 64x32x8 TT kernel timed
     on K <= 1100 at full waves fitted u = 0.046 us, 70% of the 0.065 us floor, and ran 3818x61x7216 in
     130 us where it was predicted 89 and the kernel it displaced ran 59).
 
