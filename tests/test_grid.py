@@ -69,7 +69,7 @@ def test_bad_grid_files_are_one_line_errors(tmp_path, data, words):
 
 
 def test_bad_grid_names():
-    with pytest.raises(GridError, match="--grid 'ampere': no such grid or file; shipped grids: hopper, hopper-deep, hopper-few-columns, hopper-few-rows, hopper-fill, hopper-launch, hopper-launch-shallow, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"):
+    with pytest.raises(GridError, match="--grid 'ampere': no such grid or file; shipped grids: hopper, hopper-deep, hopper-few-columns, hopper-few-rows, hopper-fill, hopper-launch, hopper-launch-shallow, hopper-mid-shallow, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"):
         load_grid("ampere")
     with pytest.raises(GridError, match="no such file"):
         load_grid("/nonexistent/grid.json")

@@ -264,7 +264,7 @@ def test_help_shows_the_grid(capsys):
     (["--grid", "hopper", "--shape", "64x64x64"], "--grid and --shape/--shapes are exclusive"),
     (["--patience", "3"], "--patience applies to grid searches: give --grid NAME|FILE|auto"),
     (["--timings-only"], "--timings-only applies to grid searches"),
-    (["--grid", "nosuch"], "--grid 'nosuch': no such grid or file; shipped grids: hopper, hopper-deep, hopper-few-columns, hopper-few-rows, hopper-fill, hopper-launch, hopper-launch-shallow, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"),
+    (["--grid", "nosuch"], "--grid 'nosuch': no such grid or file; shipped grids: hopper, hopper-deep, hopper-few-columns, hopper-few-rows, hopper-fill, hopper-launch, hopper-launch-shallow, hopper-mid-shallow, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"),
     (["--grid", "hopper", "--winners-from", "x.json"], "give it with --timings-only"),
     (["--grid", "hopper", "--timings-only", "--no-timings"], "--no-timings and --timings-only are exclusive"),
     (["--grid", "hopper", "--rep-ms", "0"], "--rep-ms 0.0: must be above 0"),
