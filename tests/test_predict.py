@@ -412,6 +412,7 @@ def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     fit's deep-K times are no faster than the SM can go (H100, session 34: a split-K TT kernel fitted 70%
     of the floor and ran 3818x61x7216 1.5x slower than predicted); tensor-core kernels and
     FMA_FLOOR = 0 keep the plain fit."""
+    monkeypatch.setattr(predict, "FMA_FLOOR", 1.0)               # the floor at the peak rate itself
     simt = preset("v10")                                          # 128x128x8: 131072 FMAs a block-step
     floor = predict.step_floor(simt, H100)
     assert floor == pytest.approx(128 * 128 * 8 / (128 * 1980e3), rel=1e-12)

@@ -69,8 +69,11 @@ REACH = 0.5            # share added per doubling of K steps beyond the most any
                        # 1632x139x578 and ran 35)
 STEADY = 16            # K steps after which a kernel's pipeline runs its steady state: measured that deep, its
                        # per-step cost is seen and deeper K is the fit's to predict
-FMA_FLOOR = 1.0        # the least a block-step of an FMA kernel costs (:func:`step_floor`), as a multiple of its
-                       # FMAs at the SM's peak (DeviceSpec.fma_lanes a clock at the boost clock); 0: no floor
+FMA_FLOOR = 1.35       # the least a block-step of an FMA kernel costs (:func:`step_floor`), as a multiple of its
+                       # FMAs at the SM's peak (DeviceSpec.fma_lanes a clock at the boost clock); 0: no floor.
+                       # No FMA loop issues at the peak: at 1.0 a 6-way split SIMT TT tile fitted on shallow K
+                       # won deep TT plans and ran 0.81-0.90x cuBLAS where 1.35's 3xTF32 picks ran 1.01-1.36x
+                       # (H100, session 36: 61x2207x2403, 9034x17x2865, 11906x24x6892 TT)
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
@@ -137,7 +140,9 @@ def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.base.devices import known
     >>> round(step_floor(preset("v10"), known("h100")) * 1e6, 1), step_floor(preset("tf32x3-wgmma"), known("h100"))
-    (517.2, 0.0)
+    (698.2, 0.0)
+
+    (1.35 x 517.2 ns: 128 x 128 x 8 FMAs at 128 lanes and 1980 MHz.)
     """
     if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or FMA_FLOOR <= 0:
         return 0.0
