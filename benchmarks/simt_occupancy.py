@@ -9,8 +9,8 @@ at once: 7.6 us. ``__launch_bounds__(threads, min_blocks)`` caps the registers; 
 ``min_blocks`` 1..2 only (before 6b1d35a), so no stored kernel asked for more. (Registers as NVRTC built
 the stored kernels; nvcc -arch=sm_90a gives 107 for that tile: docs/PERFORMANCE.md, session 35.)
 
-The set: every stored SIMT kernel that does not split K, whose block tile is at most 64x64 and whose
-threads are at most 256, with ``min_blocks`` at the two counts that cap the registers near 80 and at 64
+The set: every stored SIMT kernel that does not split K, whose block tile is at most 64x64, whose
+threads are at most 256 and whose ``min_blocks`` is 1 or 2 (larger: the search chose it, session 36), with ``min_blocks`` at the two counts that cap the registers near 80 and at 64
 a thread (128 threads: 6 and 8), where the rules accept it (shared memory, threads per SM). Split-K
 variants are left out: timed on the launch grids only, their fits miss the deep K their originals were
 timed on (H100, session 35: a 6-way split one was picked for 20x1291x2520 TT and ran 0.80x where the
@@ -64,8 +64,8 @@ def candidates(stored: list[KernelConfig], gpu: str) -> list[KernelConfig]:
     regs = known(gpu).regs_per_sm
     out = {}
     for c in stored:
-        if c.family != "simt" or c.split_k > 1 or c.BM * c.BN > 64 * 64 or c.threads > 256:
-            continue
+        if c.family != "simt" or c.split_k > 1 or c.BM * c.BN > 64 * 64 or c.threads > 256 or c.min_blocks > 2:
+            continue   # min_blocks > 2: a variant, or the search's own choice (search/simt.json's `blocks`)
         for mb in counts_for(c.threads, regs):
             v = c.replace(min_blocks=mb)
             if v.name not in have and not explain(v, gpu):
