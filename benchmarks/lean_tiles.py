@@ -17,6 +17,13 @@ of 32x16 or 16x32 warp tiles of 4x4 thread tiles; BK 8 with 4 stages or 16 with 
 fragments double-buffered across k or not; ``min_blocks`` capping registers near 80 a thread (64
 threads: 12 blocks an SM). What the rules refuse on the GPU is left out.
 
+Outcome (H100, session 36): rejected, none is shipped. The 56 kernels were timed on the mid-shallow,
+launch-shallow, launch, shallow and deep grids (360 shapes) and merged; the dispatch then picked them for
+20 of 168 launch-sized random shapes (seeds 7 8 61 11 12 71 72, 2^15..2^27 multiply-adds), and those
+ran 1.173x -> 1.089x cuBLAS (20x404x262 TN 1.24 -> 0.91x, 217x34x166 NT 1.23 -> 1.05x): each was
+predicted a little faster than the kernel it displaced and ran a little slower. The script stays so the
+experiment can be rerun on another GPU.
+
     python benchmarks/lean_tiles.py --gpu h100 --out cand/
     gemmgen search --grid hopper-mid-shallow --family simt --timings-only \\
         --winners-from cand/nvidia-h100-80gb-hbm3.json --results fresh
