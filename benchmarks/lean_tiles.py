@@ -31,13 +31,12 @@ experiment can be rerun on another GPU.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from candidates import GPUS, write  # noqa: E402
+from candidates import main_for  # noqa: E402
 
 from gemmgen.kernel.config import KernelConfig  # noqa: E402
 from gemmgen.kernel.rules.registry import explain  # noqa: E402
@@ -78,17 +77,7 @@ def candidates(gpu: str, have: set[str] = frozenset()) -> list[KernelConfig]:
 
 
 def main(argv=None) -> int:
-    import json
-
-    from candidates import RESULTS
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose results file names the device")
-    ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
-    args = ap.parse_args(argv)
-    have = set(json.loads((RESULTS / GPUS[args.gpu]).read_text())["timings"]["kernels"])
-    configs = candidates(args.gpu, have)
-    print(f"{len(configs)} kernels -> {write(configs, args.gpu, args.out)}")
-    return 0
+    return main_for(lambda gpu, stored: candidates(gpu, {c.name for c in stored}), __doc__.split("\n\n")[0], argv)
 
 
 if __name__ == "__main__":

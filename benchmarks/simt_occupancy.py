@@ -31,14 +31,12 @@ variants chosen on their TT times and 10-25% slower than predicted; merging all,
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from candidates import GPUS, RESULTS, write  # noqa: E402
+from candidates import RESULTS, main_for  # noqa: E402
 
 from gemmgen.base.devices import known  # noqa: E402
 from gemmgen.kernel.config import KernelConfig  # noqa: E402
@@ -74,15 +72,7 @@ def candidates(stored: list[KernelConfig], gpu: str) -> list[KernelConfig]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpu", choices=sorted(GPUS), required=True, help="whose shipped kernels, and whose results file names the device")
-    ap.add_argument("--out", type=Path, required=True, help="folder for the file (named as the GPU's results)")
-    args = ap.parse_args(argv)
-    shipped = json.loads((RESULTS / GPUS[args.gpu]).read_text())
-    stored = [KernelConfig.from_dict(k["config"]) for k in shipped["timings"]["kernels"].values()]
-    configs = candidates(stored, args.gpu)
-    print(f"{len(configs)} kernels -> {write(configs, args.gpu, args.out)}")
-    return 0
+    return main_for(lambda gpu, stored: candidates(stored, gpu), __doc__.split("\n\n")[0], argv, RESULTS)
 
 
 if __name__ == "__main__":
