@@ -1,6 +1,6 @@
 """A results file of candidate kernels with no times: what ``gemmgen search --timings-only --winners-from``
 times on a grid, then ``benchmarks/merge_timings.py`` adds to the shipped file. Shared by the scripts
-that name a family's candidates (skinny_kernels.py, ws_kernels.py)."""
+that name a family's candidates (skinny_kernels.py, ws_kernels.py, simt_occupancy.py, lean_tiles.py)."""
 from __future__ import annotations
 
 import argparse

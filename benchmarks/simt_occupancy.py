@@ -10,8 +10,9 @@ at once: 7.6 us. ``__launch_bounds__(threads, min_blocks)`` caps the registers; 
 the stored kernels; nvcc -arch=sm_90a gives 107 for that tile: docs/PERFORMANCE.md, session 35.)
 
 The set: every stored SIMT kernel that does not split K, whose block tile is at most 64x64, whose
-threads are at most 256 and whose ``min_blocks`` is 1 or 2 (larger: the search chose it, session 36), with ``min_blocks`` at the two counts that cap the registers near 80 and at 64
-a thread (128 threads: 6 and 8), where the rules accept it (shared memory, threads per SM). Split-K
+threads are at most 256 and whose ``min_blocks`` is 1 or 2 (a larger one the search chose, session 36),
+with ``min_blocks`` at the two counts that cap the registers near 80 and at 64 a thread (128 threads: 6
+and 8), where the rules accept it (shared memory, threads per SM). Split-K
 variants are left out: timed on the launch grids only, their fits miss the deep K their originals were
 timed on (H100, session 35: a 6-way split one was picked for 20x1291x2520 TT and ran 0.80x where the
 plan before ran 1.44x).
