@@ -74,6 +74,27 @@ def test_resident_blocks_and_step_latency_are_recovered(monkeypatch):
     assert two.resident == 1 and two.fitted(q) < 0.7 * latency_bound(SMALL, q)
 
 
+def test_skinny_kernels_get_the_latency_term_only_with_latency_skinny(monkeypatch):
+    """LATENCY_SKINNY (off by default, session 36's lead): a skinny kernel splitting K whose steps take w
+    alone on an SM is fitted with the latency term, and its one-round launches are predicted at w a step;
+    without the knob the two-term fit misses them (468x26x6323 TT: 26.2 us run, 17.2 predicted)."""
+    sk = preset("skinny").replace(split_k=16, reduce="workspace")
+    assert max_resident(sk, H100) >= 2
+    grid = [Shape(m, n, k) for m in (512, 2048, 8192, 30000) for n in (16, 32) for k in (1024, 4096, 16384)]
+    def run(s):   # the steps, and the workspace's partial sums read back by the reduce launch
+        _, _, r, n = counts(sk, s, H100.sm_count)
+        return latency_bound(sk, s) + r / (H100.mem_gbs * 1e6 * 0.8) + n * predict.LAUNCH_MS
+    measured = {s: run(s) for s in grid}
+    q = Shape(468, 26, 6323)                           # 8 row tiles x 16 slices: one round, latency-bound
+    plain = Fitted.fit(sk, measured, H100)             # the default: no latency term for the FMA kernels
+    assert plain.w == 0.0 and plain.fitted(q) < 0.8 * run(q)
+    monkeypatch.setattr(predict, "LATENCY_SKINNY", True)
+    fit = Fitted.fit(sk, measured, H100)
+    assert fit.resident == 2 and fit.w == pytest.approx(0.0011, rel=1e-6)
+    assert fit.fitted(q) == pytest.approx(run(q), rel=1e-6)
+    assert Fitted.fit(preset("v10"), measured, H100, resident=2).w == 0.0   # SIMT still without it
+
+
 def test_throughput_bound_kernels_keep_the_two_term_model():
     fit = Fitted.fit(SMALL, {s: synthetic(SMALL, s) for s in GRID}, H100)
     assert (fit.resident, fit.w) == (1, 0.0) and fit.u == pytest.approx(0.004, rel=1e-6)

@@ -77,6 +77,9 @@ FMA_FLOOR = 1.35       # the least a block-step of an FMA kernel costs (:func:`s
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
+LATENCY_SKINNY = False # fit the latency term (per round-step, w) for the skinny kernels too: a block alone on an SM
+                       # runs its K slice as a chain of dependent steps (H100, session 36: 468x26x6323 TT on 128
+                       # blocks ran 26.2 us where the fit, its u taken from 2-blocks-an-SM grids, said 17.2)
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
 FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
                        # (the model's base); 0: the model before session 29, launches free
@@ -206,7 +209,8 @@ class Fitted:
         used = [(s, t) for s, t in whole.items() if aligned_for(config, s) or len(whole) < 3]
         used = used or list(whole.items())                   # no aligned point: fit the unaligned ones
         few = len(used) < MIN_POINTS                          # too few for a third term
-        most = max_resident(config, spec, resident) if latency_bound(config) and not few else 1
+        lat = latency_bound(config) or (LATENCY_SKINNY and config.family == "skinny")
+        most = max_resident(config, spec, resident) if lat and not few else 1
         counted = {s: counts(config, s, spec.sm_count) for s in whole}
         per_point = [(counted[s], t) for s, t in used]
         floor = step_floor(config, spec)                     # u = floor + what the fit finds above it
