@@ -37,7 +37,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from candidates import main_for  # noqa: E402
+from simt_occupancy import blocks_for  # noqa: E402
 
+from gemmgen.base.devices import known  # noqa: E402
 from gemmgen.kernel.config import KernelConfig  # noqa: E402
 from gemmgen.kernel.rules.registry import explain  # noqa: E402
 
@@ -60,17 +62,17 @@ def lean(layout: str, BM: int, BN: int, WM: int, WN: int, BK: int, stages: int, 
     return KernelConfig(family="simt", layout=layout, BM=BM, BN=BN, BK=BK, WM=WM, WN=WN, WMITER=1, WNITER=1,
                         TM=4, TN=4, vec=4, a_kmajor=True, pad_a=4, pad_b=4, swz_a=1, swz_b=1, raster=16,
                         stages=stages, async_copy=True, prefetch=prefetch, frag="lds", split_k=1,
-                        bounds="checked", min_blocks=max(1, regs_per_sm // (threads * REGS)))
+                        bounds="checked", min_blocks=blocks_for(threads, REGS, regs_per_sm))
 
 
 def candidates(gpu: str, have: set[str] = frozenset()) -> list[KernelConfig]:
     """Every lean tile the rules accept on ``gpu``, none of ``have`` (names already stored)."""
-    out = {}
+    out, regs = {}, known(gpu).regs_per_sm
     for layout in LAYOUTS:
         for BM, BN, WM, WN in TILES:
             for BK, stages in DEPTHS:
                 for prefetch in (False, True):
-                    c = lean(layout, BM, BN, WM, WN, BK, stages, prefetch)
+                    c = lean(layout, BM, BN, WM, WN, BK, stages, prefetch, regs)
                     if c.name not in have and not explain(c, gpu):
                         out[c.name] = c
     return list(out.values())

@@ -46,14 +46,24 @@ from gemmgen.kernel.rules.registry import explain  # noqa: E402
 CAPS = (80, 64)          # registers a thread the two variants aim at
 
 
+def blocks_for(threads: int, cap: int, regs_per_sm: int = 65536) -> int:
+    """The ``min_blocks`` (2 at least) that caps a block of ``threads`` at about ``cap`` registers a
+    thread, of an SM's ``regs_per_sm`` (ptxas rounds down to the allocation's 8).
+
+    >>> blocks_for(128, 80), blocks_for(64, 80), blocks_for(256, 64)
+    (6, 12, 4)
+    """
+    return max(2, regs_per_sm // (threads * cap))
+
+
 def counts_for(threads: int, regs_per_sm: int = 65536) -> list[int]:
-    """The ``min_blocks`` that cap a block of ``threads`` at about CAPS registers a thread, of an SM's
-    ``regs_per_sm`` (rounded down to the allocation's 8, so 128 threads: 6 -> 80 and 8 -> 64).
+    """The ``min_blocks`` that cap a block of ``threads`` at about CAPS registers a thread (128 threads:
+    6 -> 80 and 8 -> 64).
 
     >>> counts_for(128), counts_for(64), counts_for(256)
     ([6, 8], [12, 16], [3, 4])
     """
-    return sorted({max(2, regs_per_sm // (threads * cap)) for cap in CAPS})
+    return sorted({blocks_for(threads, cap, regs_per_sm) for cap in CAPS})
 
 
 def candidates(stored: list[KernelConfig], gpu: str) -> list[KernelConfig]:
