@@ -31,8 +31,8 @@ def _rules(cfg, device="sm_90"):
 
 # ---- presets ------------------------------------------------------------------------------------
 def test_presets_close_the_list_before_the_tma_presets():
-    assert names()[-14:-9] == list(WMMA)
-    assert names()[-9:-3] == ["tf32x3-tma", "tf32x3-ws", "tf32x3-ws-m", "tf32-tma", "f16-tma", "bf16-tma"]
+    assert names()[-15:-10] == list(WMMA)
+    assert names()[-10:-3] == ["tf32x3-tma", "tf32x3-ws", "tf32x3-ws-pp", "tf32x3-ws-m", "tf32-tma", "f16-tma", "bf16-tma"]
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90", "rtx3090", "a10", "l4", "a100", "h100"])

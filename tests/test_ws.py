@@ -29,6 +29,9 @@ VARIANTS = {
     "two-blocks": dict(BN=32, WN=32, stages=4, split_k=4, min_blocks=2),
     "two-blocks-swap": dict(BN=32, WN=32, stages=4, min_blocks=2, swap=True),
     "two-blocks-64": dict(BM=64, BN=64, WN=64, stages=4, split_k=3, reduce="workspace", min_blocks=2),
+    # two consumers taking 64-row tiles of a persistent grid in turn
+    "pingpong": dict(BM=64, WM=64, stages=3, persistent=16, pingpong=True),
+    "pingpong-64x64": dict(BM=64, WM=64, BN=64, WN=64, stages=4, persistent=16, pingpong=True),
 }
 
 
@@ -318,3 +321,41 @@ def test_k_contiguous_a_is_staged_unswizzled_and_copied_16_bytes_a_copy_where_th
         cfg = kshift.replace(layout=layout, swap=swap)
         assert not cfg.a_kshift_stage and "LDK" not in render(cfg, for_arch("sm_90")).code
     assert not kshift.replace(async_copy=False).a_kshift_stage            # TMA: the copy engine's layout
+
+
+def test_pingpong_takes_whole_tiles_of_a_persistent_grid_in_turn():
+    """pingpong: two consumers, each a whole BM = WM tile at a time, so the block has 384 threads and C's
+    staging tile holds two tiles; it needs a persistent grid, WM = BM, and no swap."""
+    pp = preset("tf32x3-ws-pp")
+    assert _rules(pp) == [] and pp.consumers == 2 and pp.threads == 384 and pp.BM == pp.WM == 64
+    assert pp.c_stage_floats == 2 * 64 * pp.c_ld
+    assert pp.name.endswith("_k1_chk_p132pp_wg_ws") and pp.replace(pingpong=False).name.endswith("_p132_wg_ws")
+    assert pp.smem_bytes - pp.replace(pingpong=False).smem_bytes == 4 * 64 * pp.c_ld + 16   # a tile more, 2 mbarriers
+    assert _rules(pp.replace(persistent=0)) == ["PERSISTENT"]
+    assert _rules(pp.replace(swap=True)) == ["PERSISTENT"]
+    assert _rules(pp.replace(BM=128)) == ["TMA_TILE"]
+    assert _rules(pp.replace(async_copy=False, layout="NT")) == []       # the TMA kernel too
+    assert "pingpong" not in pp.replace(pingpong=False).to_dict() and pp.to_dict()["pingpong"] is True
+
+
+def test_pingpong_consumers_wait_for_each_others_main_loops():
+    """Consumer w takes the block's tiles w, w + 2, ..., skips the other's stages, and waits on order[w]
+    for the other's main loop before its own (consumer 0's first tile excepted); the stages go back with
+    one consumer's arrival."""
+    code = render(preset("tf32x3-ws-pp"), for_arch("sm_90")).code
+    assert "for (int pid = blockIdx.x + cw * gridDim.x, turn = 0; pid < ntiles; pid += CONSUMERS * gridDim.x, it += ktiles, ++turn)" in code
+    assert "it = cw * ktiles;" in code
+    assert "if (cw == 1 || turn > 0) mbar_wait(&order[cw], (turn - 1 + cw) & 1);" in code
+    assert "mbar_arrive(&order[1 - cw]);" in code and "mbar_init(&empty[s], 1);" in code
+    assert "const int m0 = bm0;" in code and "cw * WM * BK" not in code
+    # the producer still walks every tile of the block, a grid apart
+    assert "tile_origin(blockIdx.x + (f / ktiles) * gridDim.x, tiles_m, tiles_n, bm0, bn0);" in code
+
+
+def test_pingpong_mbarriers_sit_past_both_staging_tiles():
+    cfg = preset("tf32x3-ws-pp")
+    code = render(cfg, for_arch("sm_90")).code
+    offset = int(re.search(r"reinterpret_cast<unsigned long long\*>\(cstage \+ (\d+)\)", code).group(1))
+    stages_floats = cfg.stages * (_a_stage_floats(cfg) + 2 * cfg.BN * cfg.BK)
+    assert offset == cfg.c_stage_floats
+    assert (stages_floats + offset) * 4 + cfg.stages * 24 + 16 == cfg.smem_bytes   # 3 per stage, then order[2]

@@ -117,7 +117,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.dtype_words = DTYPE_WORDS.get(c.dtype, "fp32")
     g.kstep = 32 // c.elem_bytes                      # wgmma's k: 32 bytes of a row (k8 tf32, k16 halves)
     g.wgmma_type = "tf32" if c.dtype == "f32" else c.dtype
-    g.consumers = c.BM // c.WM
+    g.consumers = c.consumers
     g.mi = c.WM // 64
     g.transform = c.family == "tf32x3"       # producer warps 1..3 split each stage (TF32: the copy engine rounds)
     g.tma_type = "CU_TENSOR_MAP_DATA_TYPE_" + TMA_TYPES[c.tma_type]

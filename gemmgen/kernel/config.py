@@ -74,6 +74,8 @@ class KernelConfig(SharedMemory):
                                   # consumer warpgroups (templates/wgmma_tma.cu.j2), by TMA, or with
                                   # async_copy by cp.async from any layout and row alignment (3xTF32)
     persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
+    pingpong: bool = False        # persistent TMA only: two consumer warpgroups take the block's tiles of C in
+                                  # turn (each a whole BM = WM rows), one's epilogue beside the other's main loop
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
                                   # cores, as cuBLAS does: faster, and the truncation error grows with K)
@@ -89,9 +91,9 @@ class KernelConfig(SharedMemory):
         return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary of every parameter (label included; persistent, interleave, warps_k and
-        swap only where set, so the configs, sources and results written before they existed read the same)."""
-        unset = {"persistent": 0, "interleave": False, "warps_k": 1, "swap": False}
+        """Plain JSON-ready dictionary of every parameter (label included; persistent, pingpong, interleave,
+        warps_k and swap only where set, so the configs, sources and results written before they existed read the same)."""
+        unset = {"persistent": 0, "pingpong": False, "interleave": False, "warps_k": 1, "swap": False}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in unset or v != unset[k]}
 
     @classmethod
@@ -138,9 +140,20 @@ class KernelConfig(SharedMemory):
         if self.family == "skinny":   # a warp per part of the block's K range
             return 32 * self.warps_k
         # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
-        if self.tma:   # BM/WM consumer warpgroups, each WM rows by all BN columns, and one producer
-            return (self.BM // self.WM) * 128 + 128
+        if self.tma:   # consumer warpgroups, each WM rows by all BN columns, and one producer
+            return self.consumers * 128 + 128
         return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
+
+    @property
+    def consumers(self) -> int:
+        """A TMA kernel's consumer warpgroups: BM/WM sharing each tile of C, or with ``pingpong`` two taking
+        whole tiles (BM = WM rows) in turn.
+
+        >>> from gemmgen.kernel.presets import preset
+        >>> preset("tf32x3-ws").consumers, preset("tf32x3-ws-pp").consumers, preset("tf32x3-ws-pp").threads
+        (2, 2, 384)
+        """
+        return 2 if self.pingpong else self.BM // max(self.WM, 1)
 
     @property
     def run_layout(self) -> str:

@@ -159,8 +159,9 @@ class SharedMemory:
 
     @property
     def c_stage_floats(self) -> int:
-        """Floats of a TMA kernel's staged C: BM rows of C_LD, or swapped, each consumer's BN x C_LD."""
-        return (self.BM // self.WM) * self.BN * self.c_ld if self.swap else self.BM * self.c_ld
+        """Floats of a TMA kernel's staged C: each consumer's WM rows of C_LD (BM in all, two tiles' with
+        ``pingpong``), or swapped, each consumer's BN x C_LD."""
+        return self.consumers * (self.BN if self.swap else self.WM) * self.c_ld
 
     @property
     def smem_bytes(self) -> int:
@@ -169,8 +170,8 @@ class SharedMemory:
         pipeline = self.smem_per_stage * self.stages
         if self.family == "skinny":   # each warp's ring, then the warps' BM x BN partials (rows BN + 1)
             return self.warps_k * max(pipeline, 4 * self.BM * (self.BN + 1))
-        if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's)
-            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16)
+        if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's), pingpong's 2 more
+            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16) + 16 * self.pingpong
         if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
             return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed) * (1 + self.prefetch)
         if self.family in HALF:

@@ -36,7 +36,7 @@ def kernel_name(c) -> str:
         pipeline.append(f"f{c.frag}{'p' if c.prefetch else ''}{'i' if c.interleave else ''}")
     tail = [f"k{c.split_k}{c.reduce[0] if c.split_k > 1 else ''}", "chk" if c.bounds == "checked" else "fast"]
     occupancy = [f"o{c.min_blocks}"] if c.min_blocks != 1 else []
-    occupancy += [f"p{c.persistent}"] if c.persistent else []
+    occupancy += [f"p{c.persistent}{'pp' if c.pingpong else ''}"] if c.persistent or c.pingpong else []
     return "_".join(head + middle + pipeline + tail + occupancy + _type_suffix(c))
 
 

@@ -84,6 +84,10 @@ _TMA_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32x3-ws": (_TMA.replace(layout="NN", async_copy=True, BN=128, WN=128, stages=4),
                   "tf32x3-tma with cp.async instead of TMA in the producer: any layout (m- or n-contiguous tiles "
                   "transposed on the way) and any row alignment, no copies before it (sm_90a only)"),
+    "tf32x3-ws-pp": (_TMA.replace(layout="NN", async_copy=True, BM=64, WM=64, BN=128, WN=128, stages=3, persistent=132,
+                                  pingpong=True),
+                     "tf32x3-ws on a persistent grid whose two consumer warpgroups take 64-row tiles of C in turn: "
+                     "one stores its tile while the other multiplies (shallow K, sm_90a only)"),
     "tf32x3-ws-m": (_TMA.replace(layout="NN", async_copy=True, BN=32, WN=32, stages=6, swap=True),
                     "tf32x3-ws on C^T = op(B)^T op(A)^T, C stored transposed: few rows of C (M <= 32) fill a "
                     "128x32 tile of C^T instead of a mostly empty 64-row one (sm_90a only)"),

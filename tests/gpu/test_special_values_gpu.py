@@ -20,7 +20,7 @@ PLANTS = {"inf": [float("inf")], "-inf": [float("-inf")], "nan": [float("nan")],
 def _fp32_kernels(session, layout):
     """The fp32-accurate kernels that run ``layout`` here (the TMA kernel reads layout NT only; its
     cp.async-producer variant, tf32x3-ws, every layout)."""
-    names = ["v13", "tf32x3"] + (["tf32x3-wgmma", "tf32x3-tma", "tf32x3-ws"] if session.spec.cc == (9, 0) else [])
+    names = ["v13", "tf32x3"] + (["tf32x3-wgmma", "tf32x3-tma", "tf32x3-ws", "tf32x3-ws-pp"] if session.spec.cc == (9, 0) else [])
     kernels = [preset(n, session.spec.arch) for n in names]
     if session.spec.cc == (9, 0):   # the TMA kernel's split-K slices add their Inf/NaN into C atomically
         kernels.append(preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, split_k=4, label=""))

@@ -165,6 +165,10 @@ PERSISTENT = {
     "x3-128-s3-p132": X3.replace(stages=3, persistent=132),
     "x3-64x128-s4-p5": X3.replace(BM=64, persistent=5),
     "f16-128x128-direct-p7": F16.replace(BN=128, WN=128, stages=2, persistent=7),
+    # pingpong: two consumers take the block's 64-row tiles in turn; the f16 kernel's hand back each
+    # tile's last stage after its main loop
+    "x3-64x128-s3-p3-pp": X3.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
+    "f16-64x128-direct-p7-pp": F16.replace(BM=64, WM=64, BN=128, WN=128, stages=2, persistent=7, pingpong=True),
 }
 
 

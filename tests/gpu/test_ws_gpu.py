@@ -34,6 +34,10 @@ CONFIGS = {
     "128x32-s4-k4a-o2": WS.replace(BN=32, WN=32, stages=4, split_k=4, min_blocks=2),
     "128x48-s3-o2-sw": WS.replace(BN=48, WN=48, stages=3, min_blocks=2, swap=True),
     "64x64-s4-k3w-o2": WS.replace(BM=64, BN=64, WN=64, stages=4, split_k=3, reduce="workspace", min_blocks=2),
+    # pingpong: two consumers take a persistent block's tiles in turn (few blocks: many turns, odd counts)
+    "64x128-s3-p3-pp": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
+    "64x64-s4-p16-pp": WS.replace(BM=64, WM=64, BN=64, WN=64, stages=4, persistent=16, pingpong=True),
+    "128x64-s2-p5-pp": WS.replace(BM=128, WM=128, BN=64, WN=64, stages=2, persistent=5, pingpong=True),
 }
 # Ragged in every dimension, K below one stage and not a multiple of 4, one row or column, deep K.
 SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050",
@@ -77,12 +81,14 @@ def _gate_on_ragged_rows(hopper, cfg, layout, swapped, pad):
 
 @pytest.mark.parametrize("pad", [0, 1, 2, 3])
 @pytest.mark.parametrize("layout", ["TN", "TT", "NN-sw"])
-@pytest.mark.parametrize("name", ["128x128-s4", "64x128-s4-k3w", "128x128-s2-p16", "128x32-s4-k4a-o2"])
+@pytest.mark.parametrize("name", ["128x128-s4", "64x128-s4-k3w", "128x128-s2-p16", "128x32-s4-k4a-o2", "64x128-s3-p3-pp"])
 def test_m_contiguous_rows_of_a_staged_as_they_lie(hopper, name, layout, pad):
     """The kernel's A m contiguous (TN, TT; NN swapped, where it is C's B) is staged as it lies, 16 bytes
     a copy: aligned rows (pad 3: ld = 336), and rows with ld % 4 = 1, 2, 3 copied as the chunks around
     them, shifted; ragged M, N and K, split-K, the persistent grid, two blocks an SM."""
     layout, _, sw = layout.partition("-")
+    if sw and CONFIGS[name].pingpong:
+        pytest.skip("no swapped pingpong kernel")
     cfg = CONFIGS[name].replace(layout=layout, swap=bool(sw))
     assert cfg.a_mmajor_stage
     _gate_on_ragged_rows(hopper, cfg, layout, bool(sw), pad)
@@ -107,6 +113,7 @@ KSHIFT = {
     "64x128-s5-k3w": WS.replace(BM=64, stages=5, split_k=3, reduce="workspace"),
     "128x128-s2-p16": WS.replace(stages=2, persistent=16),
     "128x48-s3-o2": WS.replace(BN=48, WN=48, stages=3, min_blocks=2),
+    "64x128-s3-p3-pp": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
 }
 
 
@@ -121,6 +128,8 @@ def test_k_contiguous_rows_of_a_copied_shifted(hopper, name, layout, pad):
     The other tests' NT kernels (128x128 4 stages, say) keep the swizzled stage: their padding would move
     the carveout."""
     layout, _, sw = layout.partition("-")
+    if sw and KSHIFT[name].pingpong:
+        pytest.skip("no swapped pingpong kernel")
     cfg = KSHIFT[name].replace(layout=layout, swap=bool(sw))
     assert cfg.a_kshift_stage
     _gate_on_ragged_rows(hopper, cfg, layout, bool(sw), pad)

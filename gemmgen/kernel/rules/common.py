@@ -66,6 +66,11 @@ def _persistent(c, d):
     if c.persistent and c.split_k > 1:
         return (f"persistent = {c.persistent} with split_k = {c.split_k}: a persistent grid walks whole tiles "
                 "of C; use split_k = 1 or persistent = 0")
+    if c.pingpong and not c.persistent:
+        return ("pingpong = true: two consumers take a persistent block's tiles in turn; it needs persistent "
+                "> 0 (the blocks of the grid), or pingpong = false")
+    if c.pingpong and c.swap:
+        return "pingpong = true with swap = true: the swapped kernel has no pingpong variant; one of them false"
     return None
 
 

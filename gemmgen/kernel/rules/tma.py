@@ -104,7 +104,10 @@ def _tile(c, d):
         out.append(f"WN = {c.WN}: a consumer warpgroup owns all BN = {c.BN} columns, so WN = BN")
     if c.BN % 8 or not 8 <= c.BN <= 256:
         out.append(f"BN = {c.BN} is wgmma's N: a multiple of 8 from 8 to 256")
-    if c.WM not in (64, 128) or c.BM % c.WM or not 1 <= c.BM // c.WM <= MAX_CONSUMERS:
+    if c.pingpong and (c.WM != c.BM or c.WM not in (64, 128)):
+        out.append(f"pingpong with BM = {c.BM}, WM = {c.WM}: each consumer takes whole tiles of C, so WM = BM, "
+                   "64 or 128 rows (wgmma's m64 blocks)")
+    elif c.WM not in (64, 128) or c.BM % c.WM or not 1 <= c.BM // c.WM <= MAX_CONSUMERS:
         out.append(f"BM = {c.BM}, WM = {c.WM}: a consumer owns WM = 64 or 128 rows (wgmma's m64 blocks) and "
                    f"BM is 1 to {MAX_CONSUMERS} of them")
     if c.stages < 2:
@@ -136,10 +139,10 @@ def _occupancy(c, d):
                    f"driver keeps) exceed the {d.smem_per_sm} bytes of an SM: fewer stages")
     if c.min_blocks * c.threads > d.max_threads_per_sm:
         out.append(f"min_blocks = {c.min_blocks} x {c.threads} threads exceed {d.max_threads_per_sm} per SM")
-    share = tma_registers(c.BM // max(c.WM, 1), True, c.min_blocks)[0]
+    share = tma_registers(c.consumers, True, c.min_blocks)[0]
     if c.async_copy and share < 72:
         out.append(f"min_blocks = {c.min_blocks} leaves {share} registers a thread, under the 72 the cp.async "
-                   f"producer's copy loop needs: BM = {c.BM} has {c.BM // max(c.WM, 1)} consumers; use BM <= 128 "
+                   f"producer's copy loop needs: {c.consumers} consumers; use BM <= 128 "
                    "or min_blocks = 1")
     return "; ".join(out) or None
 
@@ -148,7 +151,7 @@ def _occupancy(c, d):
 def _registers(c, d):
     if c.mma != "wgmma" or c.WM not in (64, 128) or not c.BM // c.WM:
         return None
-    consumers = c.BM // c.WM
+    consumers = c.consumers
     # Besides the sums (and partials), one block an SM keeps ~24 registers a consumer. Two blocks compile
     # the whole kernel (producer and epilogue too) under one cap: ptxas (sm_90a) used 41-48 more with two
     # consumers, ~53 with one (128x32 in 75-80 registers, 64x64 in 117). Up to SPILL_ALLOWANCE over the
