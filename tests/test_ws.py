@@ -359,3 +359,18 @@ def test_pingpong_mbarriers_sit_past_both_staging_tiles():
     stages_floats = cfg.stages * (_a_stage_floats(cfg) + 2 * cfg.BN * cfg.BK)
     assert offset == cfg.c_stage_floats
     assert (stages_floats + offset) * 4 + cfg.stages * 24 + 16 == cfg.smem_bytes   # 3 per stage, then order[2]
+
+
+def test_the_pingpong_ab_script_times_valid_kernels_of_both_schedules_in_every_layout():
+    """benchmarks/pingpong_ab.py: every config it times is valid on an H100 in every layout, its shapes
+    parse, and it holds both schedules (cooperative and pingpong) and the preset."""
+    from gemmgen.base import Shape
+
+    script = load("pingpong_ab")
+    cfgs = script.configs()
+    for cfg in cfgs.values():
+        for layout in LAYOUTS:
+            assert _rules(cfg.replace(layout=layout)) == [], (cfg.name, layout)
+    assert {c.pingpong for c in cfgs.values()} == {False, True}
+    assert cfgs["pp128"].name == preset("tf32x3-ws-pp").name
+    assert all(Shape.parse(s).K > 0 for s in script.SHAPES)
