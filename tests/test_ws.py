@@ -374,3 +374,11 @@ def test_the_pingpong_ab_script_times_valid_kernels_of_both_schedules_in_every_l
     assert {c.pingpong for c in cfgs.values()} == {False, True}
     assert cfgs["pp128"].name == preset("tf32x3-ws-pp").name
     assert all(Shape.parse(s).K > 0 for s in script.SHAPES)
+
+
+def test_explain_counts_the_pingpong_consumers_and_says_they_take_tiles_in_turn():
+    from gemmgen.cli.describe import features
+
+    text = " ".join(features(preset("tf32x3-ws-pp")))
+    assert "2 consumer warpgroups (384 threads)" in text and "in turn (pingpong)" in text
+    assert "each consumer owns 64 rows" in " ".join(features(WS))

@@ -85,10 +85,16 @@ def _tc_tiling(c: KernelConfig) -> str:
 
 
 def _ws_tiling(c: KernelConfig) -> str:
-    consumers = c.BM // c.WM
-    return (f"warp-specialized: each block computes a {c.BM}x{c.BN} tile of C with one producer warpgroup and "
-            f"{consumers} consumer warpgroup{'s' if consumers > 1 else ''} ({c.threads} threads); each consumer "
-            f"owns {c.WM} rows by all {c.BN} columns, {c.WM // 64} wgmma.m64n{c.BN}k{32 // c.elem_bytes} per step "
+    consumers = c.consumers
+    crew = (f"one producer warpgroup and {consumers} consumer warpgroup{'s' if consumers > 1 else ''} "
+            f"({c.threads} threads)")
+    if c.pingpong:
+        work = (f"each block has {crew}; the consumers take its {c.BM}x{c.BN} tiles of C in turn (pingpong), "
+                f"one storing its tile while the other multiplies, each tile all {c.WM} rows by all {c.BN} columns")
+    else:
+        work = (f"each block computes a {c.BM}x{c.BN} tile of C with {crew}; each consumer owns {c.WM} rows by "
+                f"all {c.BN} columns")
+    return (f"warp-specialized: {work}, {c.WM // 64} wgmma.m64n{c.BN}k{32 // c.elem_bytes} per step "
             f"({c.accumulators} fp32 accumulators per thread), "
             + ("registers moved to the consumers with setmaxnreg" if c.min_blocks == 1 else
                f"{c.min_blocks} blocks an SM, each thread keeping the registers __launch_bounds__ gives it")
