@@ -79,7 +79,9 @@ MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 LATENCY_SKINNY = False # fit the latency term (per round-step, w) for the skinny kernels too: a block alone on an SM
                        # runs its K slice as a chain of dependent steps (H100, session 36: 468x26x6323 TT on 128
-                       # blocks ran 26.2 us where the fit, its u taken from 2-blocks-an-SM grids, said 17.2)
+                       # blocks ran 26.2 us where the fit, its u taken from 2-blocks-an-SM grids, said 17.2).
+                       # Off: A/B (session 37, H100, changed plans of seeds 1-30) launch-sized 7 plans 1.191x ->
+                       # 1.248x, all of it that shape, but 2116x22x4351 TN 1.15x -> 0.80x (a skinny pick)
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
 FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
                        # (the model's base); 0: the model before session 29, launches free
