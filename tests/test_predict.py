@@ -455,3 +455,29 @@ def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     assert predict.step_floor(preset("skinny"), H100) == pytest.approx(64 * 32 * 16 / (128 * 1980e3), rel=1e-12)
     volta = dataclasses.replace(H100, cc=(7, 0))
     assert predict.step_floor(simt, volta) == pytest.approx(2 * floor, rel=1e-12)
+
+
+def test_the_skinny_family_competes_only_when_skinny_auto_is_set(monkeypatch):
+    """Session 38: the skinny kernels stay stored but do not serve requests that name no family; on the shipped
+    H100 timings 468x26x6323/TT (a skinny plan before, 0.78x cuBLAS) goes to a 3xTF32 split-K kernel, and
+    SKINNY_AUTO = 1 brings the skinny plan back."""
+    import importlib
+
+    from gemmgen.cli.results_plan import plan
+
+    dispatch_module = importlib.import_module("gemmgen.runtime.dispatch")
+    assert dispatch_module.SKINNY_AUTO == 0
+    default = plan("h100", "468x26x6323/TT", top=400)
+    assert default["plan"]["kernel"].startswith("gg_tf32x3_tt_")
+    assert not any(c["kernel"].startswith("gg_skinny") for c in default["candidates"])
+    monkeypatch.setattr(dispatch_module, "SKINNY_AUTO", 1)
+    assert plan("h100", "468x26x6323/TT")["plan"]["kernel"].startswith("gg_skinny_tt_")
+    skinny = preset("skinny")
+    timings = Timings.empty()
+    for s in (Shape(4096, 16, 4096), Shape(1024, 32, 8192), Shape(8192, 20, 2048), Shape(2048, 8, 4096)):
+        timings = timings.add(skinny, s, 0.02).add(BIG, s, 0.03)
+    fits = fit_all(timings.of_precision("fp32"), H100)
+    names = lambda **kw: {f.config.family for f in candidates(fits, "NN", H100, **kw)}
+    assert names() == {"skinny", "tf32x3"}
+    monkeypatch.setattr(dispatch_module, "SKINNY_AUTO", 0)
+    assert names() == {"tf32x3"} and names(family="skinny") == {"skinny"}

@@ -54,6 +54,11 @@ PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out 
                     # but counting one lost (H100, 16 of 624 random plans changed, most to copies into
                     # cp.async kernels: 1.272x -> 1.168x; session 23): two keeps their margin
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
+SKINNY_AUTO = 0     # the skinny family competes for requests that name no family (1), or only when asked for
+                    # (0: family="skinny"). Off since session 38: on 1889 random H200 shapes (off the grids), the
+                    # 42 plans that ran a skinny kernel ran 1.240x cuBLAS where the best other timed candidate ran
+                    # 1.332x (4424x18x2584 TN 0.64 -> 1.13x, 1284x22x9081 TT 0.54 -> 1.33x); its fits, 124
+                    # kernels of one narrow regime, pick the most optimistic of many near-equal predictions
 
 
 def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str = "NN",
@@ -120,12 +125,15 @@ def factor_kind(c: KernelConfig) -> str:
 def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: str | None = None,
                factors: Mapping[tuple[str, str, str], float] | None = None) -> list[Fitted]:
     """The kernels that compete for a request in ``layout``: those timed in it, and the others in it
-    (valid on ``spec``) with their time scaled by the layout factor; restricted to ``family`` if given."""
+    (valid on ``spec``) with their time scaled by the layout factor; restricted to ``family`` if given,
+    and without the skinny family if none is given, unless :data:`SKINNY_AUTO`."""
     factors = layout_factors(fits) if factors is None else factors
     own = {f.config.name for f in fits if f.config.layout == layout}
     out = []
     for f in fits:
         if family is not None and f.config.family != family:
+            continue
+        if family is None and f.config.family == "skinny" and not SKINNY_AUTO:
             continue
         if f.config.layout == layout:
             out.append(f)
