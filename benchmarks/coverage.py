@@ -1,0 +1,212 @@
+"""Timings off the tuning grids: random shapes, each with the kernels the dispatch predicts fastest, timed
+against cuBLAS SGEMM; and how well the dispatch picks among them (no GPU needed for that).
+
+    # CPU: jobs (shape, candidate configs) from the shipped results' predictions, new seeds only
+    python benchmarks/coverage.py plan --gpu h200 --seeds 3001-3040 --macs 27:37 --seeds 4001-4040 --macs 15:27 \\
+        --top 5 --out jobs.json
+    # GPU: compile every job's kernels once, then one process per GPU (rows written after each shape)
+    python benchmarks/coverage.py compile jobs.json --procs 30
+    CUDA_VISIBLE_DEVICES=0 python benchmarks/coverage.py time jobs.json --worker 0 --workers 2 --out w0.json &
+    CUDA_VISIBLE_DEVICES=1 python benchmarks/coverage.py time jobs.json --worker 1 --workers 2 --out w1.json &
+    # CPU: the dispatch's pick among each shape's timed kernels against the best of them (two halves of the rows)
+    python benchmarks/coverage.py picks --gpu h200 w0.json w1.json --knob WIDTH=0.9 --knob SKINNY_AUTO=1
+
+A job holds the ``--top`` kernels of least predicted time (timed in the shape's layout, no copies), plus the
+best of each family not among them. ``time`` gates and times them interleaved with cuBLAS (L2 flushed before
+each run, Session.retime); a kernel the gate or the shape refuses is named and skipped. ``picks`` prints the
+pick's measured time over the best's (geomean: the dispatch's loss among these kernels), the pick's and the
+best's ratio to cuBLAS, and the lowest. Session 38 (docs/PERFORMANCE.md): 1889 H200 shapes, 11.6k timings.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import sys
+import time
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def seed_range(text: str) -> list[int]:
+    lo, _, hi = text.partition("-")
+    return list(range(int(lo), int(hi or lo) + 1))
+
+
+def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: int) -> dict:
+    """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs)."""
+    import random
+
+    from matmul_vs_cublas import random_shapes, tuned_keys
+    from gemmgen.base.devices import known
+    from gemmgen.base.shape import Shape
+    from gemmgen.records.lookup import load_device
+    from gemmgen.runtime.counts import aligned_for
+    from gemmgen.runtime.library import KernelLibrary
+
+    found = load_device(gpu, None, missing_ok=False)
+    lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+    stored, grid, jobs = found.timings.kernels, tuned_keys(), []
+    for seeds, macs in groups:
+        for seed in seeds:
+            for M, N, K, L in random_shapes(24, seed, grid, macs):
+                s = Shape(M, N, K, L)
+                rows = sorted(((f.predict(s, aligned_for(f.config, s)), f.config.name, f)
+                               for f in lib.candidates("fp32", L, None)
+                               if f.factor == 1.0 and f.config.name in stored and f.config.accepts(M, N, K) is None),
+                              key=lambda t: t[:2])
+                pick, families = [], set()
+                for _, _, f in rows:
+                    if len(pick) < top or f.config.family not in families:
+                        pick.append(f.config.to_dict())
+                        families.add(f.config.family)
+                jobs.append({"shape": s.key, "kernels": pick})
+    random.Random(0).shuffle(jobs)   # a run cut short keeps a sample of every group
+    return {"gpu": found.name, "jobs": jobs}
+
+
+def compile_jobs(jobs: list[dict], procs: int) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from matmul_vs_cublas import _compile
+    from gemmgen.base.devices import detect
+    from gemmgen.kernel.config import KernelConfig
+
+    todo = {KernelConfig.from_dict(d).name: d for j in jobs for d in j["kernels"]}
+    spec = detect(0)
+    with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_compile, [(d, spec) for d in todo.values()], chunksize=4))
+    return len(todo)
+
+
+def time_jobs(jobs: list[dict], out: Path, deadline_s: float, rep_ms: float) -> tuple[int, int]:
+    """Rows {"shape", "cublas_ms", "ms", "err"} of the jobs, written to ``out`` after each; (rows, refused)."""
+    from gemmgen.base import Shape
+    from gemmgen.kernel.config import KernelConfig
+    from gemmgen.measure.session import Session
+
+    t0, session, rows, refused = time.time(), Session(0), [], 0
+    for job in jobs:
+        if time.time() - t0 > deadline_s:
+            break
+        s, configs = Shape.parse(job["shape"]), [KernelConfig.from_dict(d) for d in job["kernels"]]
+        try:
+            got = list(zip(configs, session.retime(configs, s, rep_ms=rep_ms)))
+        except Exception:   # one config refused: time the others alone
+            got = []
+            for c in configs:
+                try:
+                    got.append((c, session.retime([c], s, rep_ms=rep_ms)[0]))
+                except Exception as exc:
+                    refused += 1
+                    print(f"{s.key} {c.name}: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}", flush=True)
+        if got:
+            rows.append({"shape": s.key, "cublas_ms": got[0][1].cublas_ms, "ms": {c.name: m.ms for c, m in got},
+                         "err": {c.name: m.rel_error for c, m in got}})
+            out.write_text(json.dumps(rows))
+    return len(rows), refused
+
+
+def geomean(xs) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def picks(gpu: str, rows: list[dict], knobs: dict[str, float]) -> dict[str, list[tuple[float, float, float]]]:
+    """Per half of the rows (by a hash of the shape): (pick/best measured, cuBLAS/pick, cuBLAS/best) of every
+    row with two or more kernels the dispatch (under ``knobs``) has models of in the row's layout."""
+    import importlib
+
+    from gemmgen.base.devices import known
+    from gemmgen.base.shape import Shape
+    from gemmgen.records.lookup import load_device
+    from gemmgen.runtime.counts import aligned_for
+    from gemmgen.runtime.library import KernelLibrary
+    from knobs import knob_owners, restored, set_side
+
+    owners = knob_owners(argparse.ArgumentParser(), {k: (v, v) for k, v in knobs.items()})
+    with restored(owners):
+        set_side({k: (v, v) for k, v in knobs.items()}, owners, 0)
+        dispatch = importlib.import_module("gemmgen.runtime.dispatch")
+        found = load_device(gpu, None, missing_ok=False)
+        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+        fits = {L: {f.config.name: f for f in lib.candidates("fp32", L, None) if f.factor == 1.0}
+                for L in dispatch.LAYOUTS}
+        out: dict[str, list] = {"A": [], "B": []}
+        for r in rows:
+            s = Shape.parse(r["shape"])
+            ms = {n: t for n, t in r["ms"].items() if n in fits[s.layout]}
+            if len(ms) < 2:
+                continue
+            f = fits[s.layout]
+            pick = min(ms, key=lambda n: (f[n].predict(s, aligned_for(f[n].config, s)), n))
+            best = min(ms.values())
+            out["AB"[zlib.crc32(r["shape"].encode()) % 2]].append((ms[pick] / best, r["cublas_ms"] / ms[pick],
+                                                                   r["cublas_ms"] / best))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("plan", help="jobs from the shipped results' predictions (CPU)")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--seeds", action="append", required=True, help="'3001-3040': seeds of random_shapes, 24 each")
+    p.add_argument("--macs", action="append", required=True, help="LO:HI per --seeds")
+    p.add_argument("--top", type=int, default=5)
+    p.add_argument("--out", type=Path, required=True)
+    c = sub.add_parser("compile", help="compile every job's kernels into NVRTC's cache (GPU machine)")
+    c.add_argument("jobs", type=Path)
+    c.add_argument("--procs", type=int, default=max(1, (multiprocessing.cpu_count() or 2) - 2))
+    t = sub.add_parser("time", help="time this worker's share of the jobs (GPU)")
+    t.add_argument("jobs", type=Path)
+    t.add_argument("--worker", type=int, default=0)
+    t.add_argument("--workers", type=int, default=1)
+    t.add_argument("--deadline", type=float, default=1e9, help="seconds, then stop after the shape at hand")
+    t.add_argument("--rep-ms", type=float, default=20.0)
+    t.add_argument("--out", type=Path, required=True)
+    k = sub.add_parser("picks", help="the dispatch's picks among the timed kernels (CPU)")
+    k.add_argument("--gpu", required=True)
+    k.add_argument("rows", nargs="+", type=Path)
+    k.add_argument("--knob", action="append", default=[], metavar="NAME=V",
+                   help="a constant of gemmgen.runtime.dispatch, .staging or .predict (repeatable)")
+    args = ap.parse_args(argv)
+    if args.cmd == "plan":
+        if len(args.seeds) != len(args.macs):
+            ap.error("give one --macs for each --seeds")
+        from matmul_vs_cublas import parse_macs
+        groups = [(seed_range(s), parse_macs(m)) for s, m in zip(args.seeds, args.macs)]
+        data = plan_jobs(args.gpu, groups, args.top)
+        args.out.write_text(json.dumps(data))
+        print(f"{len(data['jobs'])} jobs, {sum(len(j['kernels']) for j in data['jobs'])} timings -> {args.out}")
+    elif args.cmd == "compile":
+        t0 = time.time()
+        print(f"{compile_jobs(json.loads(args.jobs.read_text())['jobs'], args.procs)} kernels compiled in "
+              f"{time.time() - t0:.0f} s")
+    elif args.cmd == "time":
+        jobs = json.loads(args.jobs.read_text())["jobs"][args.worker::args.workers]
+        n, refused = time_jobs(jobs, args.out, args.deadline, args.rep_ms)
+        print(f"worker {args.worker}: {n} shapes timed, {refused} kernels refused -> {args.out}")
+    else:
+        rows = [r for path in args.rows for r in json.loads(path.read_text())]
+        knobs = {}
+        for text in args.knob:
+            name, _, value = text.partition("=")
+            try:
+                knobs[name] = float(value)
+            except ValueError:
+                ap.error(f"--knob {text!r}: give NAME=V with a number, e.g. WIDTH=0.9")
+        got = picks(args.gpu, rows, knobs)
+        for half, v in got.items():
+            if v:
+                print(f"half {half}: {len(v)} shapes, pick/best {geomean([a for a, _, _ in v]):.4f}, "
+                      f"pick {geomean([b for _, b, _ in v]):.4f}x cuBLAS (lowest {min(b for _, b, _ in v):.2f}), "
+                      f"best {geomean([c for _, _, c in v]):.4f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
