@@ -114,7 +114,8 @@ def geomean(xs) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def picks(gpu: str, rows: list[dict], knobs: dict[str, float]) -> dict[str, list[tuple[float, float, float]]]:
+def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
+          ap: argparse.ArgumentParser | None = None) -> dict[str, list[tuple[float, float, float]]]:
     """Per half of the rows (by a hash of the shape): (pick/best measured, cuBLAS/pick, cuBLAS/best) of every
     row with two or more kernels the dispatch (under ``knobs``) has models of in the row's layout."""
     import importlib
@@ -126,7 +127,7 @@ def picks(gpu: str, rows: list[dict], knobs: dict[str, float]) -> dict[str, list
     from gemmgen.runtime.library import KernelLibrary
     from knobs import knob_owners, restored, set_side
 
-    owners = knob_owners(argparse.ArgumentParser(), {k: (v, v) for k, v in knobs.items()})
+    owners = knob_owners(ap or argparse.ArgumentParser(prog="coverage.py picks"), {k: (v, v) for k, v in knobs.items()})
     with restored(owners):
         set_side({k: (v, v) for k, v in knobs.items()}, owners, 0)
         dispatch = importlib.import_module("gemmgen.runtime.dispatch")
@@ -174,6 +175,13 @@ def main(argv=None) -> int:
     k.add_argument("--knob", action="append", default=[], metavar="NAME=V",
                    help="a constant of gemmgen.runtime.dispatch, .staging or .predict (repeatable)")
     args = ap.parse_args(argv)
+
+    def read(path: Path):
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            ap.error(f"{path}: {err}")
+
     if args.cmd == "plan":
         if len(args.seeds) != len(args.macs):
             ap.error("give one --macs for each --seeds")
@@ -184,14 +192,14 @@ def main(argv=None) -> int:
         print(f"{len(data['jobs'])} jobs, {sum(len(j['kernels']) for j in data['jobs'])} timings -> {args.out}")
     elif args.cmd == "compile":
         t0 = time.time()
-        print(f"{compile_jobs(json.loads(args.jobs.read_text())['jobs'], args.procs)} kernels compiled in "
+        print(f"{compile_jobs(read(args.jobs)['jobs'], args.procs)} kernels compiled in "
               f"{time.time() - t0:.0f} s")
     elif args.cmd == "time":
-        jobs = json.loads(args.jobs.read_text())["jobs"][args.worker::args.workers]
+        jobs = read(args.jobs)["jobs"][args.worker::args.workers]
         n, refused = time_jobs(jobs, args.out, args.deadline, args.rep_ms)
         print(f"worker {args.worker}: {n} shapes timed, {refused} kernels refused -> {args.out}")
     else:
-        rows = [r for path in args.rows for r in json.loads(path.read_text())]
+        rows = [r for path in args.rows for r in read(path)]
         knobs = {}
         for text in args.knob:
             name, _, value = text.partition("=")
@@ -199,7 +207,7 @@ def main(argv=None) -> int:
                 knobs[name] = float(value)
             except ValueError:
                 ap.error(f"--knob {text!r}: give NAME=V with a number, e.g. WIDTH=0.9")
-        got = picks(args.gpu, rows, knobs)
+        got = picks(args.gpu, rows, knobs, ap)
         for half, v in got.items():
             if v:
                 print(f"half {half}: {len(v)} shapes, pick/best {geomean([a for a, _, _ in v]):.4f}, "

@@ -64,3 +64,13 @@ def test_bad_input_is_one_line(capsys):
     with pytest.raises(SystemExit) as err:
         coverage.main(["plan", "--gpu", "h100", "--seeds", "1-2", "--macs", "15:27", "--macs", "27:37", "--out", "x"])
     assert err.value.code == 2 and "one --macs for each --seeds" in capsys.readouterr().err
+
+
+def test_a_missing_rows_file_or_unknown_constant_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as err:
+        coverage.main(["picks", "--gpu", "h100", str(tmp_path / "none.json")])
+    assert err.value.code == 2 and "none.json" in capsys.readouterr().err
+    (tmp_path / "rows.json").write_text("[]")
+    with pytest.raises(SystemExit) as err:
+        coverage.main(["picks", "--gpu", "h100", str(tmp_path / "rows.json"), "--knob", "NOT_A_KNOB=1"])
+    assert err.value.code == 2 and "NOT_A_KNOB" in capsys.readouterr().err
