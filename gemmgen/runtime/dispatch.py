@@ -54,8 +54,8 @@ PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out 
                     # but counting one lost (H100, 16 of 624 random plans changed, most to copies into
                     # cp.async kernels: 1.272x -> 1.168x; session 23): two keeps their margin
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
-SKINNY_AUTO = 0     # the skinny family competes for requests that name no family (1), or only when asked for
-                    # (0: family="skinny"). Off since session 38: on 1889 random H200 shapes (off the grids), the
+SKINNY_AUTO = 0     # the skinny family competes for requests that name no family (1), or never (0: matmul's
+                    # family= has no "skinny"; the kernels stay stored, for A/Bs). Off since session 38: on 1889 random H200 shapes (off the grids), the
                     # 42 plans that ran a skinny kernel ran 1.240x cuBLAS where the best other timed candidate ran
                     # 1.332x (4424x18x2584 TN 0.64 -> 1.13x, 1284x22x9081 TT 0.54 -> 1.33x); its fits, 124
                     # kernels of one narrow regime, pick the most optimistic of many near-equal predictions
@@ -116,6 +116,12 @@ def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:
     return {k: statistics.median(v) for k, v in ratios.items()}
 
 
+def serves_any(family: str) -> bool:
+    """Whether kernels of ``family`` serve requests that name no family: all but the skinny one, unless
+    :data:`SKINNY_AUTO` (read at each call, so A/B scripts may set it)."""
+    return family != "skinny" or bool(SKINNY_AUTO)
+
+
 def factor_kind(c: KernelConfig) -> str:
     """The group whose layout factors a kernel shares: its family, apart for swapped kernels (a swapped
     NN kernel runs as TT, so its layouts' time ratios are the others' turned around)."""
@@ -133,7 +139,7 @@ def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: st
     for f in fits:
         if family is not None and f.config.family != family:
             continue
-        if family is None and f.config.family == "skinny" and not SKINNY_AUTO:
+        if family is None and not serves_any(f.config.family):
             continue
         if f.config.layout == layout:
             out.append(f)

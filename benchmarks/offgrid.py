@@ -2,19 +2,19 @@
 against cuBLAS SGEMM; and how well the dispatch picks among them (no GPU needed for that).
 
     # CPU: jobs (shape, candidate configs) from the shipped results' predictions, new seeds only
-    python benchmarks/coverage.py plan --gpu h200 --seeds 3001-3040 --macs 27:37 --seeds 4001-4040 --macs 15:27 \\
+    python benchmarks/offgrid.py plan --gpu h200 --seeds 3001-3040 --macs 27:37 --seeds 4001-4040 --macs 15:27 \\
         --top 5 --out jobs.json
     # GPU: compile every job's kernels once, then one process per GPU (rows written after each shape)
-    python benchmarks/coverage.py compile jobs.json --procs 30
-    CUDA_VISIBLE_DEVICES=0 python benchmarks/coverage.py time jobs.json --worker 0 --workers 2 --out w0.json &
-    CUDA_VISIBLE_DEVICES=1 python benchmarks/coverage.py time jobs.json --worker 1 --workers 2 --out w1.json &
+    python benchmarks/offgrid.py compile jobs.json --procs 30
+    CUDA_VISIBLE_DEVICES=0 python benchmarks/offgrid.py time jobs.json --worker 0 --workers 2 --out w0.json &
+    CUDA_VISIBLE_DEVICES=1 python benchmarks/offgrid.py time jobs.json --worker 1 --workers 2 --out w1.json &
     # CPU: the dispatch's pick among each shape's timed kernels against the best of them (two halves of the rows)
-    python benchmarks/coverage.py picks --gpu h200 w0.json w1.json --knob WIDTH=0.9 --knob SKINNY_AUTO=1
+    python benchmarks/offgrid.py picks --gpu h200 w0.json w1.json --knob WIDTH=0.9 --knob SKINNY_AUTO=1
 
 A job holds the ``--top`` kernels of least predicted time (timed in the shape's layout, no copies), plus the
-best of each family not among them. ``time`` gates and times them interleaved with cuBLAS (L2 flushed before
+best of each family not among them (the skinny family too, though dispatch.SKINNY_AUTO keeps it out of matmul). ``time`` gates and times them interleaved with cuBLAS (L2 flushed before
 each run, Session.retime); a kernel the gate or the shape refuses is named and skipped. ``picks`` prints the
-pick's measured time over the best's (geomean: the dispatch's loss among these kernels), the pick's and the
+pick's measured time over the best's, the fastest kernel timed there (geomean: the dispatch's loss), the pick's and the
 best's ratio to cuBLAS, and the lowest. Session 38 (docs/PERFORMANCE.md): 1889 H200 shapes, 11.6k timings.
 """
 from __future__ import annotations
@@ -32,12 +32,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def seed_range(text: str) -> list[int]:
+    """'3001-3040' or '7' -> the seeds (an argparse type: a bad text is one line naming it)."""
     lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
+    try:
+        seeds = list(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seeds as FIRST-LAST or one seed, e.g. 3001-3040")
+    return seeds
+
+
+def macs_range(text: str) -> tuple[int, int]:
+    """matmul_vs_cublas.parse_macs as an argparse type."""
+    from matmul_vs_cublas import parse_macs
+
+    try:
+        return parse_macs(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: int) -> dict:
-    """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs)."""
+    """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs): the
+    ``top`` kernels of least predicted time, then each family's best not among them (the skinny family too,
+    whatever dispatch.SKINNY_AUTO says)."""
+    import importlib
     import random
 
     from matmul_vs_cublas import random_shapes, tuned_keys
@@ -48,14 +68,20 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
     from gemmgen.runtime.library import KernelLibrary
 
     found = load_device(gpu, None, missing_ok=False)
-    lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+    dispatch = importlib.import_module("gemmgen.runtime.dispatch")
+    auto, dispatch.SKINNY_AUTO = dispatch.SKINNY_AUTO, 1   # every stored family competes for a place in a job
+    try:
+        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+        fits = {L: lib.candidates("fp32", L, None) for L in dispatch.LAYOUTS}
+    finally:
+        dispatch.SKINNY_AUTO = auto
     stored, grid, jobs = found.timings.kernels, tuned_keys(), []
     for seeds, macs in groups:
         for seed in seeds:
             for M, N, K, L in random_shapes(24, seed, grid, macs):
                 s = Shape(M, N, K, L)
                 rows = sorted(((f.predict(s, aligned_for(f.config, s)), f.config.name, f)
-                               for f in lib.candidates("fp32", L, None)
+                               for f in fits[L]
                                if f.factor == 1.0 and f.config.name in stored and f.config.accepts(M, N, K) is None),
                               key=lambda t: t[:2])
                 pick, families = [], set()
@@ -117,7 +143,8 @@ def geomean(xs) -> float:
 def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
           ap: argparse.ArgumentParser | None = None) -> dict[str, list[tuple[float, float, float]]]:
     """Per half of the rows (by a hash of the shape): (pick/best measured, cuBLAS/pick, cuBLAS/best) of every
-    row with two or more kernels the dispatch (under ``knobs``) has models of in the row's layout."""
+    row with two or more kernels the dispatch (under ``knobs``) has models of in the row's layout; the best is
+    the fastest kernel timed in the row, competing or not."""
     import importlib
 
     from gemmgen.base.devices import known
@@ -127,7 +154,7 @@ def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
     from gemmgen.runtime.library import KernelLibrary
     from knobs import knob_owners, restored, set_side
 
-    owners = knob_owners(ap or argparse.ArgumentParser(prog="coverage.py picks"), {k: (v, v) for k, v in knobs.items()})
+    owners = knob_owners(ap or argparse.ArgumentParser(prog="offgrid.py picks"), {k: (v, v) for k, v in knobs.items()})
     with restored(owners):
         set_side({k: (v, v) for k, v in knobs.items()}, owners, 0)
         dispatch = importlib.import_module("gemmgen.runtime.dispatch")
@@ -143,7 +170,7 @@ def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
                 continue
             f = fits[s.layout]
             pick = min(ms, key=lambda n: (f[n].predict(s, aligned_for(f[n].config, s)), n))
-            best = min(ms.values())
+            best = min(r["ms"].values())   # of every kernel timed there, so knob settings compare
             out["AB"[zlib.crc32(r["shape"].encode()) % 2]].append((ms[pick] / best, r["cublas_ms"] / ms[pick],
                                                                    r["cublas_ms"] / best))
     return out
@@ -155,8 +182,10 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("plan", help="jobs from the shipped results' predictions (CPU)")
     p.add_argument("--gpu", required=True)
-    p.add_argument("--seeds", action="append", required=True, help="'3001-3040': seeds of random_shapes, 24 each")
-    p.add_argument("--macs", action="append", required=True, help="LO:HI per --seeds")
+    p.add_argument("--seeds", action="append", required=True, type=seed_range,
+                   help="'3001-3040': seeds of random_shapes, 24 shapes each")
+    p.add_argument("--macs", action="append", required=True, type=macs_range,
+                   help="LO:HI per --seeds: 2^LO..2^HI multiply-adds")
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--out", type=Path, required=True)
     c = sub.add_parser("compile", help="compile every job's kernels into NVRTC's cache (GPU machine)")
@@ -185,11 +214,14 @@ def main(argv=None) -> int:
     if args.cmd == "plan":
         if len(args.seeds) != len(args.macs):
             ap.error("give one --macs for each --seeds")
-        from matmul_vs_cublas import parse_macs
-        groups = [(seed_range(s), parse_macs(m)) for s, m in zip(args.seeds, args.macs)]
-        data = plan_jobs(args.gpu, groups, args.top)
+        try:
+            data = plan_jobs(args.gpu, list(zip(args.seeds, args.macs)), args.top)
+        except ValueError as err:   # ResultsError too: a GPU with no results
+            ap.error(str(err).splitlines()[0])
         args.out.write_text(json.dumps(data))
         print(f"{len(data['jobs'])} jobs, {sum(len(j['kernels']) for j in data['jobs'])} timings -> {args.out}")
+    elif args.cmd in ("compile", "time") and not isinstance(read(args.jobs), dict):
+        ap.error(f"{args.jobs}: not a jobs file (`offgrid.py plan` writes one)")
     elif args.cmd == "compile":
         t0 = time.time()
         print(f"{compile_jobs(read(args.jobs)['jobs'], args.procs)} kernels compiled in "
@@ -199,7 +231,12 @@ def main(argv=None) -> int:
         n, refused = time_jobs(jobs, args.out, args.deadline, args.rep_ms)
         print(f"worker {args.worker}: {n} shapes timed, {refused} kernels refused -> {args.out}")
     else:
-        rows = [r for path in args.rows for r in read(path)]
+        rows = []
+        for path in args.rows:   # time's list of rows, or a file of docs/bench holding it under "rows"
+            data = read(path)
+            rows += data["rows"] if isinstance(data, dict) and "rows" in data else list(data)
+        if not all(isinstance(r, dict) and {"shape", "cublas_ms", "ms"} <= set(r) for r in rows):
+            ap.error("the rows files must be what `offgrid.py time` writes (a list of shape, cublas_ms, ms)")
         knobs = {}
         for text in args.knob:
             name, _, value = text.partition("=")
@@ -207,7 +244,10 @@ def main(argv=None) -> int:
                 knobs[name] = float(value)
             except ValueError:
                 ap.error(f"--knob {text!r}: give NAME=V with a number, e.g. WIDTH=0.9")
-        got = picks(args.gpu, rows, knobs, ap)
+        try:
+            got = picks(args.gpu, rows, knobs, ap)
+        except ValueError as err:
+            ap.error(str(err).splitlines()[0])
         for half, v in got.items():
             if v:
                 print(f"half {half}: {len(v)} shapes, pick/best {geomean([a for a, _, _ in v]):.4f}, "
