@@ -20,8 +20,8 @@ best's ratio to cuBLAS, and the lowest. Session 38 (docs/PERFORMANCE.md): 1889 H
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import math
 import multiprocessing
 import sys
 import time
@@ -29,6 +29,8 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from matmul_vs_cublas import geomean  # noqa: E402
 
 
 def seed_range(text: str) -> list[int]:
@@ -57,41 +59,52 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
     """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs): the
     ``top`` kernels of least predicted time, then each family's best not among them (the skinny family too,
     whatever dispatch.SKINNY_AUTO says)."""
-    import importlib
     import random
 
     from matmul_vs_cublas import random_shapes, tuned_keys
-    from gemmgen.base.devices import known
     from gemmgen.base.shape import Shape
-    from gemmgen.records.lookup import load_device
     from gemmgen.runtime.counts import aligned_for
-    from gemmgen.runtime.library import KernelLibrary
 
-    found = load_device(gpu, None, missing_ok=False)
-    dispatch = importlib.import_module("gemmgen.runtime.dispatch")
-    auto, dispatch.SKINNY_AUTO = dispatch.SKINNY_AUTO, 1   # every stored family competes for a place in a job
-    try:
-        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
-        fits = {L: lib.candidates("fp32", L, None) for L in dispatch.LAYOUTS}
-    finally:
-        dispatch.SKINNY_AUTO = auto
-    stored, grid, jobs = found.timings.kernels, tuned_keys(), []
-    for seeds, macs in groups:
-        for seed in seeds:
-            for M, N, K, L in random_shapes(24, seed, grid, macs):
-                s = Shape(M, N, K, L)
-                rows = sorted(((f.predict(s, aligned_for(f.config, s)), f.config.name, f)
-                               for f in fits[L]
-                               if f.factor == 1.0 and f.config.name in stored and f.config.accepts(M, N, K) is None),
-                              key=lambda t: t[:2])
-                pick, families = [], set()
-                for _, _, f in rows:
-                    if len(pick) < top or f.config.family not in families:
-                        pick.append(f.config.to_dict())
-                        families.add(f.config.family)
-                jobs.append({"shape": s.key, "kernels": pick})
+    grid, jobs = tuned_keys(), []
+    with native_fits(gpu, {"SKINNY_AUTO": 1}) as (name, fits):   # every stored family competes for a place
+        for seeds, macs in groups:
+            for seed in seeds:
+                for M, N, K, L in random_shapes(24, seed, grid, macs):
+                    s = Shape(M, N, K, L)
+                    rows = sorted(((f.predict(s, aligned_for(f.config, s)), n, f) for n, f in fits[L].items()
+                                   if f.config.accepts(M, N, K) is None), key=lambda t: t[:2])
+                    pick, families = [], set()
+                    for _, _, f in rows:
+                        if len(pick) < top or f.config.family not in families:
+                            pick.append(f.config.to_dict())
+                            families.add(f.config.family)
+                    jobs.append({"shape": s.key, "kernels": pick})
     random.Random(0).shuffle(jobs)   # a run cut short keeps a sample of every group
-    return {"gpu": found.name, "jobs": jobs}
+    return {"gpu": name, "jobs": jobs}
+
+
+@contextlib.contextmanager
+def native_fits(gpu: str, knobs: dict[str, float], ap: argparse.ArgumentParser | None = None):
+    """(the GPU's name, {layout: {kernel name: time model}}) of the kernels timed in each layout (no layout
+    factor), the dispatch's constants set to ``knobs`` for the block (fits and predictions both read them)
+    and put back after it. An unknown constant is ``ap.error``."""
+    import importlib
+
+    from gemmgen.base.devices import known
+    from gemmgen.records.lookup import load_device
+    from gemmgen.runtime.library import KernelLibrary
+    from knobs import knob_owners, restored, set_side
+
+    both = {k: (v, v) for k, v in knobs.items()}
+    owners = knob_owners(ap or argparse.ArgumentParser(prog="offgrid.py"), both)
+    with restored(owners):
+        set_side(both, owners, 0)
+        found = load_device(gpu, None, missing_ok=False)
+        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+        stored = found.timings.kernels
+        yield found.name, {L: {f.config.name: f for f in lib.candidates("fp32", L, None)
+                               if f.factor == 1.0 and f.config.name in stored}
+                           for L in importlib.import_module("gemmgen.runtime.dispatch").LAYOUTS}
 
 
 def compile_jobs(jobs: list[dict], procs: int) -> int:
@@ -136,32 +149,15 @@ def time_jobs(jobs: list[dict], out: Path, deadline_s: float, rep_ms: float) -> 
     return len(rows), refused
 
 
-def geomean(xs) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
 def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
           ap: argparse.ArgumentParser | None = None) -> dict[str, list[tuple[float, float, float]]]:
     """Per half of the rows (by a hash of the shape): (pick/best measured, cuBLAS/pick, cuBLAS/best) of every
     row with two or more kernels the dispatch (under ``knobs``) has models of in the row's layout; the best is
     the fastest kernel timed in the row, competing or not."""
-    import importlib
-
-    from gemmgen.base.devices import known
     from gemmgen.base.shape import Shape
-    from gemmgen.records.lookup import load_device
     from gemmgen.runtime.counts import aligned_for
-    from gemmgen.runtime.library import KernelLibrary
-    from knobs import knob_owners, restored, set_side
 
-    owners = knob_owners(ap or argparse.ArgumentParser(prog="offgrid.py picks"), {k: (v, v) for k, v in knobs.items()})
-    with restored(owners):
-        set_side({k: (v, v) for k, v in knobs.items()}, owners, 0)
-        dispatch = importlib.import_module("gemmgen.runtime.dispatch")
-        found = load_device(gpu, None, missing_ok=False)
-        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
-        fits = {L: {f.config.name: f for f in lib.candidates("fp32", L, None) if f.factor == 1.0}
-                for L in dispatch.LAYOUTS}
+    with native_fits(gpu, knobs, ap) as (_, fits):
         out: dict[str, list] = {"A": [], "B": []}
         for r in rows:
             s = Shape.parse(r["shape"])

@@ -55,10 +55,11 @@ PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out 
                     # cp.async kernels: 1.272x -> 1.168x; session 23): two keeps their margin
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 SKINNY_AUTO = 0     # the skinny family competes for requests that name no family (1), or never (0: matmul's
-                    # family= has no "skinny"; the kernels stay stored, for A/Bs). Off since session 38: on 1889 random H200 shapes (off the grids), the
-                    # 42 plans that ran a skinny kernel ran 1.240x cuBLAS where the best other timed candidate ran
-                    # 1.332x (4424x18x2584 TN 0.64 -> 1.13x, 1284x22x9081 TT 0.54 -> 1.33x); its fits, 124
-                    # kernels of one narrow regime, pick the most optimistic of many near-equal predictions
+                    # family= has no "skinny"; the kernels stay stored, for A/Bs). Off since session 38: on 1889
+                    # random H200 shapes (off the grids), the 42 plans that ran a skinny kernel ran 1.240x cuBLAS
+                    # where the best other timed candidate ran 1.332x (4424x18x2584 TN 0.64 -> 1.13x,
+                    # 1284x22x9081 TT 0.54 -> 1.33x); its fits, 124 kernels of one narrow regime, pick the most
+                    # optimistic of many near-equal predictions
 
 
 def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str = "NN",
@@ -116,10 +117,10 @@ def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:
     return {k: statistics.median(v) for k, v in ratios.items()}
 
 
-def serves_any(family: str) -> bool:
-    """Whether kernels of ``family`` serve requests that name no family: all but the skinny one, unless
-    :data:`SKINNY_AUTO` (read at each call, so A/B scripts may set it)."""
-    return family != "skinny" or bool(SKINNY_AUTO)
+def serves(asked: str | None, family: str) -> bool:
+    """Whether a kernel of ``family`` serves a request for family ``asked``: that family, or with None any but
+    the skinny one, unless :data:`SKINNY_AUTO` (read at each call, so A/B scripts may set it)."""
+    return family == asked if asked is not None else family != "skinny" or bool(SKINNY_AUTO)
 
 
 def factor_kind(c: KernelConfig) -> str:
@@ -137,9 +138,7 @@ def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: st
     own = {f.config.name for f in fits if f.config.layout == layout}
     out = []
     for f in fits:
-        if family is not None and f.config.family != family:
-            continue
-        if family is None and not serves_any(f.config.family):
+        if not serves(family, f.config.family):
             continue
         if f.config.layout == layout:
             out.append(f)

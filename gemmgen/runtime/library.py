@@ -27,7 +27,7 @@ from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
-from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, serves_any
+from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, serves
 from .staging import copied_ld, stage_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
 
@@ -143,7 +143,7 @@ class KernelLibrary:
         if best is not None:
             return self._load(best.config, None)
         stored = {k: e for k, e in self.classes.get(precision, {}).items()
-                  if (e.kernel_config.family == family if family else serves_any(e.kernel_config.family))}
+                  if serves(family, e.kernel_config.family)}
         entry = dispatch(stored, M, N, K, layout, lda, ldb, ldc, aligned)
         if entry is not None:
             return self._load(entry.kernel_config, entry.to_dict())
