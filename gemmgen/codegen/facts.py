@@ -122,6 +122,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.transform = c.family == "tf32x3"       # producer warps 1..3 split each stage (TF32: the copy engine rounds)
     g.tma_type = "CU_TENSOR_MAP_DATA_TYPE_" + TMA_TYPES[c.tma_type]
     g.partials = tma_partials(c)
+    g.split_batch = 2 if c.async_copy else 1   # B's float4s a transformer loads before storing (72 or 40 registers)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers, c.async_copy, c.min_blocks)
     g.rebalance = c.min_blocks == 1         # one block an SM: setmaxnreg moves the producer's registers
     # The epilogue stages each consumer's WM x BN tile of C (persistent: in a region of its own; else in
