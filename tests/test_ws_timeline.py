@@ -1,0 +1,64 @@
+"""benchmarks/ws_timeline.py without a GPU: the stamps go into every shipped kernel it knows, the planted
+source compiles, and bad input is one line."""
+from __future__ import annotations
+
+import pytest
+
+from gemmgen.codegen.render import render_validated
+from gemmgen.kernel.config import KernelConfig
+from tests.scripts import load
+
+timeline = load("ws_timeline")
+
+
+def _known_kind(c: dict) -> bool:
+    """The kernels the stamps are written for: cp.async warp-specialized 3xTF32, one block an SM, unsplit."""
+    return (c["family"] == "tf32x3" and c.get("tma") and c["async_copy"] and c["min_blocks"] == 1
+            and c["split_k"] == 1 and not c.get("pingpong"))
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return timeline.configs()
+
+
+def test_every_shipped_kernel_of_its_kind_takes_the_stamps(shipped):
+    names = [n for n, c in shipped.items() if _known_kind(c)]
+    assert len(names) > 50
+    for name in names:
+        code = timeline.plant(render_validated(KernelConfig.from_dict(shipped[name]), "sm_90").code)
+        # each milestone stamped, each region counted, the counters stored
+        for i in (0, 1, 2, 3, 5, 6, 14):
+            assert f"TL({i})" in code, (name, i)
+        for region in ("PF", "PS", "PE", "PC", "CR", "CA", "CW", "CT", "CP"):
+            assert f"TK({region})" in code, (name, region)
+        assert "q[3] = PC" in code and "q[4] = CP" in code
+
+
+def test_a_kernel_of_another_kind_is_refused_in_one_line(shipped):
+    simt = next(n for n, c in shipped.items() if c["family"] == "simt")
+    with pytest.raises(SystemExit) as err:
+        timeline.plant(render_validated(KernelConfig.from_dict(shipped[simt]), "sm_90").code)
+    assert "anchor" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_planted_source_compiles(shipped, tmp_path):
+    from gemmgen.build.nvcc import compile_cubin, have_nvcc
+
+    if not have_nvcc():
+        pytest.skip("no nvcc")
+    name = "gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws"
+    config = KernelConfig.from_dict(shipped[name])
+    code = timeline.plant(render_validated(config, "sm_90").code)
+    assert compile_cubin(code, config.target_arch("sm_90"))[config.name].registers > 0
+
+
+@pytest.mark.parametrize("text, words", [
+    ("gg_nope@64x64x64", "unknown kernel 'gg_nope'"),
+    ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws@64x0x64", "bad shape '64x0x64'"),
+    ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws", "bad shape ''"),
+])
+def test_bad_items_are_one_line_naming_the_value(shipped, text, words, capsys):
+    assert timeline.main([text]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and "\n" not in err
