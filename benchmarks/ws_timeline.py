@@ -79,7 +79,7 @@ def plant(code: str) -> str:
     for var in ("kt", "it"):
         old = f"mbar_wait(&ready[s], ({var} / STAGES) & 1);"
         found |= old in code
-        code = code.replace(old, old + " TK(CR) if (threadIdx.x == 128 && tl_first) TL(5);")
+        code = code.replace(old, old + " TK(CR) if (threadIdx.x == 128 && tl_first && kt == 0) TL(5);")
     if not found:
         raise SystemExit("ws_timeline: this kernel's source lacks the consumers' wait on ready")
     sub("wgmma_fence();", "TK(CA) wgmma_fence();")
