@@ -12,9 +12,12 @@ one and cuBLAS, runs it once more after an L2 flush and prints, per kernel, medi
            issuing copies; the consumers waiting on ready, splitting A, issuing wgmma, waiting for them,
            adding the partial
 
-The stamps cost a few percent (planted vs plain in the header line). Session 39 found with it that a
-128x128 3xTF32 step takes 1.3-1.4 us where its tensor work is 0.78 us: the two consumers run in step and
-split A while the tensor cores idle; the producer's split of B took 0.78 us a stage.
+The kernels it knows: cp.async warp-specialized 3xTF32, one block an SM, one tile a block (not persistent),
+unsplit K, at most 16384 blocks. The regions are counted by one producer thread and one thread of
+consumer 0. The stamps cost a few percent (planted vs plain in the header line). Session 39 found with it
+that a 128x128 3xTF32 K step takes 1.3-1.4 us where its tensor work is 0.78 us: the two consumers split A
+in step while the tensor cores idle, and the producer's split of B took 0.78 us a stage (0.48-0.67 once it
+loaded two float4s at a time).
 """
 from __future__ import annotations
 
@@ -54,8 +57,8 @@ def plant(code: str) -> str:
     cp.async warp-specialized 3xTF32 kernels without split-K are the ones it knows)."""
     def sub(old: str, new: str) -> None:
         nonlocal code
-        if old not in code:
-            raise SystemExit(f"ws_timeline: this kernel's source lacks the anchor {old[:60]!r}")
+        if code.count(old) != 1:
+            raise SystemExit(f"ws_timeline: this kernel's source has {code.count(old)} of the anchor {old[:60]!r}, not 1")
         code = code.replace(old, new)
 
     sub('extern "C" __global__', HEAD + '\nextern "C" __global__')
@@ -75,13 +78,8 @@ def plant(code: str) -> str:
     inc = re.search(r"setmaxnreg_inc<\d+>\(\);", code)
     sub(inc.group(0) if inc else "setmaxnreg_inc<", (inc.group(0) if inc else "") +
         " long long tk_mark = clock64(), CR = 0, CA = 0, CW = 0, CT = 0, CP = 0;\n    bool tl_first = true;")
-    found = False
-    for var in ("kt", "it"):
-        old = f"mbar_wait(&ready[s], ({var} / STAGES) & 1);"
-        found |= old in code
-        code = code.replace(old, old + " TK(CR) if (threadIdx.x == 128 && tl_first && kt == 0) TL(5);")
-    if not found:
-        raise SystemExit("ws_timeline: this kernel's source lacks the consumers' wait on ready")
+    old = "mbar_wait(&ready[s], (kt / STAGES) & 1);"
+    sub(old, old + " TK(CR) if (threadIdx.x == 128 && tl_first && kt == 0) TL(5);")
     sub("wgmma_fence();", "TK(CA) wgmma_fence();")
     sub("wgmma_commit();", "wgmma_commit(); TK(CW)")
     sub("wgmma_wait<0>();", "wgmma_wait<0>(); TK(CT)")
@@ -104,14 +102,34 @@ def configs() -> dict:
     return out
 
 
+def known_kind(c: dict) -> str | None:
+    """Why the stamps do not fit a config (a dict), or None: they are written for cp.async warp-specialized
+    3xTF32 kernels of one block an SM, one tile a block and unsplit K."""
+    if not (c["family"] == "tf32x3" and c.get("tma") and c["async_copy"]):
+        return "not a cp.async warp-specialized 3xTF32 kernel"
+    if c["min_blocks"] != 1 or c["split_k"] != 1 or c.get("persistent") or c.get("pingpong"):
+        return "two blocks an SM, split K or a persistent grid"
+    return None
+
+
 def parse_item(text: str, known: dict) -> tuple[str, str]:
     """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong."""
+    from gemmgen.kernel.config import KernelConfig
+
     name, _, mnk = text.partition("@")
     if name not in known:
         raise ValueError(f"unknown kernel {name!r}: name one of the shipped results' kernels (gemmgen results plan ...)")
+    why = known_kind(known[name])
+    if why:
+        raise ValueError(f"kernel {name!r} is {why}: the stamps fit cp.async warp-specialized 3xTF32 kernels, "
+                         "one block an SM, one tile a block, unsplit K")
     dims = mnk.split("x")
-    if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+    if len(dims) != 3 or not all(d.isdecimal() and int(d) > 0 for d in dims):
         raise ValueError(f"bad shape {mnk!r} in {text!r}: want KERNEL@MxNxK with positive sizes")
+    M, N, K = map(int, dims)
+    g = KernelConfig.from_dict(known[name]).grid(M, N, K)
+    if g[0] * g[1] * g[2] > BLOCKS:
+        raise ValueError(f"{text!r} launches {g[0] * g[1] * g[2]} blocks; the stamps hold {BLOCKS}: take a smaller shape")
     return name, mnk
 
 
@@ -137,13 +155,13 @@ def measure(session, config, shape, code: str) -> dict:
     blocks = int(np.prod(config.grid(shape.M, shape.N, shape.K)))
     t = tl.get().reshape(BLOCKS, 32)[:blocks].astype(np.int64)
     sums = acc.get().reshape(BLOCKS, 16)[:blocks].astype(np.int64)
-    mhz = planted.clock_mhz[1] or 1755
+    mhz, assumed = (planted.clock_mhz[1], False) if planted.clock_mhz[1] else (session.spec.clock_mhz, True)
     clocks = t[:, 16:]
     def span(a: int, b: int):
         ok = (clocks[:, a] > 0) & (clocks[:, b] > 0)
         return round(float(np.median((clocks[ok, b] - clocks[ok, a]) / mhz)), 3) if ok.any() else None
     g0 = t[:, 0].min()
-    return {"kernel": config.name, "shape": str(shape), "blocks": blocks, "sm_mhz": mhz,
+    return {"kernel": config.name, "shape": str(shape), "blocks": blocks, "sm_mhz": mhz, "mhz_assumed": assumed,
             "planted_us": planted.ms * 1e3, "plain_us": plain.ms * 1e3, "cublas_us": plain.cublas_ms * 1e3,
             "last_block_end_us": round(float((t[:, 14].max() - g0) / 1e3), 2),
             "phases_us": {f"{STAMPS[a]} -> {STAMPS[b]}": span(a, b) for a, b in PHASES},
@@ -153,7 +171,7 @@ def measure(session, config, shape, code: str) -> dict:
 def report(row: dict) -> str:
     lines = [f"{row['kernel']} at {row['shape']}: {row['blocks']} blocks, plain {row['plain_us']:.1f} us "
              f"(planted {row['planted_us']:.1f}), cuBLAS {row['cublas_us']:.1f} us; last block ends at "
-             f"{row['last_block_end_us']} us"]
+             f"{row['last_block_end_us']} us; clocks at {row['sm_mhz']} MHz{' (assumed)' if row['mhz_assumed'] else ''}"]
     lines += [f"  {k:70s} {v if v is not None else '-':>8} us" for k, v in row["phases_us"].items()]
     lines += ["  per block, clocks by region:"] + [f"    {k:40s} {v:8.2f} us" for k, v in row["regions_us"].items()]
     return "\n".join(lines)
@@ -168,6 +186,8 @@ def main(argv=None) -> int:
     known = configs()
     try:
         items = [parse_item(i, known) for i in args.items]
+        if args.json and not Path(args.json).resolve().parent.is_dir():
+            raise ValueError(f"--json {args.json!r}: its folder does not exist")
     except ValueError as err:
         print(f"ws_timeline: {err}", file=sys.stderr)
         return 2

@@ -11,25 +11,21 @@ from tests.scripts import load
 timeline = load("ws_timeline")
 
 
-def _known_kind(c: dict) -> bool:
-    """The kernels the stamps are written for: cp.async warp-specialized 3xTF32, one block an SM, unsplit."""
-    return (c["family"] == "tf32x3" and c.get("tma") and c["async_copy"] and c["min_blocks"] == 1
-            and c["split_k"] == 1 and not c.get("pingpong"))
-
-
 @pytest.fixture(scope="module")
 def shipped():
     return timeline.configs()
 
 
 def test_every_shipped_kernel_of_its_kind_takes_the_stamps(shipped):
-    names = [n for n, c in shipped.items() if _known_kind(c)]
+    names = [n for n, c in shipped.items() if timeline.known_kind(c) is None]
     assert len(names) > 50
     for name in names:
         code = timeline.plant(render_validated(KernelConfig.from_dict(shipped[name]), "sm_90").code)
         # each milestone stamped, each region counted, the counters stored
-        for i in (0, 1, 2, 3, 5, 6, 14):
+        for i in (0, 1, 2, 3, 6, 14):
             assert f"TL({i})" in code, (name, i)
+        # the consumers' first-ready stamp is the first K step's (not every step of the first tile)
+        assert "tl_first && kt == 0) TL(5);" in code
         for region in ("PF", "PS", "PE", "PC", "CR", "CA", "CW", "CT", "CP"):
             assert f"TK({region})" in code, (name, region)
         assert "q[3] = PC" in code and "q[4] = CP" in code
@@ -55,6 +51,9 @@ def test_the_planted_source_compiles(shipped, tmp_path):
 
 @pytest.mark.parametrize("text, words", [
     ("gg_nope@64x64x64", "unknown kernel 'gg_nope'"),
+    ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s2c_k1_chk_p132_wg_ws@64x64x64", "a persistent grid"),
+    ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws@64x\u00b2x64", "bad shape"),
+    ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws@20000x20000x64", "the stamps hold 16384"),
     ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws@64x0x64", "bad shape '64x0x64'"),
     ("gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws", "bad shape ''"),
 ])
@@ -62,3 +61,10 @@ def test_bad_items_are_one_line_naming_the_value(shipped, text, words, capsys):
     assert timeline.main([text]) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err
+
+
+def test_a_json_path_in_no_folder_is_refused_before_any_gpu_work(capsys):
+    name = "gg_tf32x3_nn_b128x128x32_w64x128_v4_ap0s8_bp0s8_r8_s4c_k1_chk_wg_ws"
+    assert timeline.main([f"{name}@256x256x64", "--json", "/nonexistent/dir/t.json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "/nonexistent/dir/t.json" in err and "\n" not in err
