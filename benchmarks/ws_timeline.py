@@ -55,10 +55,15 @@ REGIONS = {0: "producer: waiting on full", 1: "producer: splitting B", 2: "produ
 def plant(code: str) -> str:
     """The kernel source with the stamps; SystemExit naming an anchor the template no longer has (the
     cp.async warp-specialized 3xTF32 kernels without split-K are the ones it knows)."""
-    def sub(old: str, new: str) -> None:
+    # A ragged K's last stage has a copy of the consumer's step of its own (after the loop): its anchors, and
+    # stamps, are there twice.
+    steps = 2 if "if (kfull < ktiles) {" in code else 1
+
+    def sub(old: str, new: str, times: int = 1) -> None:
         nonlocal code
-        if code.count(old) != 1:
-            raise SystemExit(f"ws_timeline: this kernel's source has {code.count(old)} of the anchor {old[:60]!r}, not 1")
+        if code.count(old) != times:
+            raise SystemExit(f"ws_timeline: this kernel's source has {code.count(old)} of the anchor {old[:60]!r}, "
+                             f"not {times}")
         code = code.replace(old, new)
 
     sub('extern "C" __global__', HEAD + '\nextern "C" __global__')
@@ -79,11 +84,11 @@ def plant(code: str) -> str:
     sub(inc.group(0) if inc else "setmaxnreg_inc<", (inc.group(0) if inc else "") +
         " long long tk_mark = clock64(), CR = 0, CA = 0, CW = 0, CT = 0, CP = 0;\n    bool tl_first = true;")
     old = "mbar_wait(&ready[s], (kt / STAGES) & 1);"
-    sub(old, old + " TK(CR) if (threadIdx.x == 128 && tl_first && kt == 0) TL(5);")
-    sub("wgmma_fence();", "TK(CA) wgmma_fence();")
-    sub("wgmma_commit();", "wgmma_commit(); TK(CW)")
-    sub("wgmma_wait<0>();", "wgmma_wait<0>(); TK(CT)")
-    sub("if (tid == 0) mbar_arrive(&empty[s]);", "if (tid == 0) mbar_arrive(&empty[s]); TK(CP)")
+    sub(old, old + " TK(CR) if (threadIdx.x == 128 && tl_first && kt == 0) TL(5);", steps)
+    sub("wgmma_fence();", "TK(CA) wgmma_fence();", steps)
+    sub("wgmma_commit();", "wgmma_commit(); TK(CW)", steps)
+    sub("wgmma_wait<0>();", "wgmma_wait<0>(); TK(CT)", steps)
+    sub("if (tid == 0) mbar_arrive(&empty[s]);", "if (tid == 0) mbar_arrive(&empty[s]); TK(CP)", steps)
     sub("// ---- epilogue: C = alpha * acc + beta * C;",
         "if (threadIdx.x == 128 && tl_first) TL(6); tl_first = false;\n        // ---- epilogue: C = alpha * acc + beta * C;")
     body = code.rstrip()

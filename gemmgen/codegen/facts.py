@@ -24,6 +24,7 @@ from .build_line import build_line
 TMA_TYPES = {"f32": "FLOAT32", "tf32": "TFLOAT32", "f16": "FLOAT16", "bf16": "BFLOAT16"}   # cuda.h's names
 DTYPE_WORDS = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}   # the header's name of a 16-bit input
 _VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VEC halves in one load
+RAGGED_MAX_SUMS = 80   # a consumer thread's accumulators, at most, for the separate ragged last stage
 
 
 def facts(c: KernelConfig, command: str, arch: str, harness: bool = False) -> SimpleNamespace:
@@ -125,6 +126,14 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.split_batch = 2 if c.async_copy else 1   # B's float4s a transformer loads before storing (72 or 40 registers)
     g.producer_regs, g.consumer_regs = tma_registers(g.consumers, c.async_copy, c.min_blocks)
     g.rebalance = c.min_blocks == 1         # one block an SM: setmaxnreg moves the producer's registers
+    # The last stage of a ragged K issues only its k steps inside K, from a second copy of the stage's code:
+    # after the loop ("tail"), or, in persistent cp.async kernels, where that spilled 100-470 bytes and ran
+    # 14-18% slower, chosen inside the loop ("branch"; TMA kernels lost 5-6% that way). Kernels near their
+    # register limit keep one copy: two blocks an SM (ptxas spilled more or serialized wgmma) and over
+    # RAGGED_MAX_SUMS sums a consumer thread (BN 176-208: 4-290 more bytes spilled); so do pingpong
+    # kernels, whose wgmma ptxas serialized behind the branch (C7520). H200, session 40.
+    tight = c.min_blocks > 1 or c.accumulators > RAGGED_MAX_SUMS or c.pingpong
+    g.ragged_steps = None if tight else "branch" if c.persistent and c.async_copy else "tail"
     # The epilogue stages each consumer's WM x BN tile of C (persistent: in a region of its own; else in
     # the drained stages), then stores rows with consecutive lanes; where the consumers' tiles do not fit
     # in the stages, fragments go straight to C.

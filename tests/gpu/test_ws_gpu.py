@@ -53,6 +53,31 @@ def test_gate_passes_in_every_layout(hopper, name, layout, shape):
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
 
+
+# The last stage of a ragged K issues only its k steps inside K: one, two or three of a 32-deep stage's
+# four (K % 32 = 3, 9, 20), after the loop ("tail") or chosen inside it (persistent cp.async: "branch"),
+# in split-K's last slice and the TMA pipeline (persistent too); pingpong keeps the one loop (the last
+# stage whole, as before); K = 64 has no ragged stage.
+RAGGED = {
+    "ws-tail": WS,
+    "ws-k3w-tail": WS.replace(BM=64, split_k=3, reduce="workspace"),
+    "ws-p16-branch": WS.replace(stages=2, persistent=16),
+    "ws-pp-whole": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
+    "tma-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, label=""),
+    "tma-p3-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=2, persistent=3, label=""),
+}
+
+
+@pytest.mark.parametrize("K", [35, 41, 52, 64, 113])
+@pytest.mark.parametrize("name, layout", [(n, lay) for n in RAGGED for lay in (("NT",) if "tma" in n else ("NN", "TN"))])
+def test_last_ragged_stage_issues_its_k_steps(hopper, name, layout, K):
+    """TMA reads NT with 16-byte rows: K rounded up to a multiple of 4 there (36, 44, 52, 64, 116: still
+    one, two, three and no k step short of a stage). K = 35 splits three ways into 32, 3 and an empty slice."""
+    cfg = RAGGED[name].replace(layout=layout)
+    K = -(-K // 4) * 4 if cfg.tma and not cfg.async_copy else K
+    errors = hopper.check(cfg, Shape(304, 264, K, layout), seed=K)   # raises WrongResult past the gate
+    assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_rows_one_float_past_their_length(hopper, layout):
     """lda, ldb and ldc one float longer than the rows: no operand's rows are 16 bytes apart, so every
