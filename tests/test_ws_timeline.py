@@ -31,6 +31,22 @@ def test_every_shipped_kernel_of_its_kind_takes_the_stamps(shipped):
         assert "q[3] = PC" in code and "q[4] = CP" in code
 
 
+
+def test_the_ragged_stages_copy_is_counted_as_the_loops_steps_are(shipped):
+    """Where the last stage of a ragged K has a consumer step of its own after the loop, its waits and work are
+    counted too: each consumer region's counter twice, once a copy; elsewhere once."""
+    copies = {True: 0, False: 0}
+    for name, c in shipped.items():
+        if timeline.known_kind(c) is not None:
+            continue
+        source = render_validated(KernelConfig.from_dict(c), "sm_90").code
+        tail = "if (kfull < ktiles) {" in source
+        code = timeline.plant(source)
+        copies[tail] += 1
+        for region in ("CR", "CA", "CW", "CT", "CP"):
+            assert code.count(f"TK({region})") == (2 if tail else 1), (name, region)
+    assert copies[True] > 20 and copies[False] > 5, copies
+
 def test_a_kernel_of_another_kind_is_refused_in_one_line(shipped):
     simt = next(n for n, c in shipped.items() if c["family"] == "simt")
     with pytest.raises(SystemExit) as err:
