@@ -191,13 +191,15 @@ def test_the_tma_kernels_render_as_before():
 
 @pytest.mark.parametrize("variant, mode", [("plain", "tail"), ("split-workspace", "tail"), ("persistent", "branch"),
                                            ("pingpong", None), ("two-blocks", None), ("two-blocks-64", None),
-                                           ("wide", None), ("tma", "tail"), ("tma-wide", None)])
+                                           ("wide", None), ("tma", "tail"), ("tma-wide", None), ("tf32-tma", None)])
 def test_the_last_stage_of_a_ragged_k_issues_only_its_k_steps_inside_k(variant, mode):
     """After the loop over the stages whose k all lie inside K, a copy of the step of its own for the last
     ("tail"); persistent cp.async kernels choose between both copies in the loop ("branch"); kernels near
-    their register limit (two blocks an SM, over 80 sums a consumer thread) and pingpong keep the one loop."""
+    their register limit (two blocks an SM, over 80 sums a consumer thread), pingpong and kernels without
+    partials (TF32 on the tensor cores' sum: ptxas serialized their wgmma, C7515) keep the one loop."""
     cfg = {"wide": WS.replace(BN=176, WN=176, stages=3), "tma": preset("tf32x3-tma").replace(BN=128, WN=128),
-           "tma-wide": preset("tf32x3-tma")}.get(variant) or WS.replace(**VARIANTS[variant])
+           "tma-wide": preset("tf32x3-tma"), "tf32-tma": preset("tf32-tma").replace(BN=128, WN=128, label="")
+           }.get(variant) or WS.replace(**VARIANTS[variant])
     code = render(cfg, for_arch("sm_90")).code
     assert ("if (kfull < ktiles) {" in code) == (mode == "tail")
     assert ("if (ksteps >= BK / KSTEP) {" in code) == (mode == "branch")

@@ -128,11 +128,12 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.rebalance = c.min_blocks == 1         # one block an SM: setmaxnreg moves the producer's registers
     # The last stage of a ragged K issues only its k steps inside K, from a second copy of the stage's code:
     # after the loop ("tail"), or, in persistent cp.async kernels, where that spilled 100-470 bytes and ran
-    # 14-18% slower, chosen inside the loop ("branch"; TMA kernels lost 5-6% that way). Kernels near their
-    # register limit keep one copy: two blocks an SM (ptxas spilled more or serialized wgmma) and over
-    # RAGGED_MAX_SUMS sums a consumer thread (BN 176-208: 4-290 more bytes spilled); so do pingpong
-    # kernels, whose wgmma ptxas serialized behind the branch (C7520). H200, session 40.
-    tight = c.min_blocks > 1 or c.accumulators > RAGGED_MAX_SUMS or c.pingpong
+    # 14-18% slower, chosen inside the loop ("branch"; TMA kernels lost 5-6% that way). The others keep the
+    # one loop: kernels near their register limit (two blocks an SM: ptxas spilled more or serialized wgmma;
+    # over RAGGED_MAX_SUMS sums a consumer thread, BN 176-208: 4-290 more bytes spilled), pingpong (wgmma
+    # serialized behind the branch, C7520), and kernels without partials (TF32, f16, bf16: the guarded
+    # wgmma beside the previous stage's in flight were serialized, C7515, 4096^3 13% slower). Session 40.
+    tight = c.min_blocks > 1 or c.accumulators > RAGGED_MAX_SUMS or c.pingpong or not g.partials
     g.ragged_steps = None if tight else "branch" if c.persistent and c.async_copy else "tail"
     # The epilogue stages each consumer's WM x BN tile of C (persistent: in a region of its own; else in
     # the drained stages), then stores rows with consecutive lanes; where the consumers' tiles do not fit
