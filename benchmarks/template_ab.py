@@ -7,8 +7,9 @@ one, both gated and timed interleaved with cuBLAS on the same shape (L2 flushed 
 KERNEL is a kernel of the shipped results (any GPU's file); the layout is the kernel's. Each item is timed
 in ``--rounds`` rounds, the two sources' order swapped every round, and the medians over the rounds are
 kept. Prints per item both times, new/old (under 1: the change is faster), both ratios to cuBLAS and both
-errors against float64; the geometric mean of new/old closes the table. Only templates/ differ between the
-sides (the facts, the rules and the names are the current code's).
+errors against float64; the geometric mean of new/old closes the table. A pair the shape refuses, the gate
+fails or the compiler rejects is named in one line and the rest go on (exit status 1). Only templates/ differ
+between the sides (the facts, the rules and the names are the current code's).
 """
 from __future__ import annotations
 
@@ -93,24 +94,35 @@ def main(argv=None) -> int:
         print(f"template_ab: {err}", file=sys.stderr)
         return 2
 
+    from gemmgen.base.outcome import Failure
     from gemmgen.base.shape import Shape
     from gemmgen.kernel.config import KernelConfig
     from gemmgen.measure.session import Session
 
-    session, rows = Session(0), []
+    session, rows, failed = Session(0), [], []
     print(f"{'kernel @ shape':100s} {'old us':>8} {'new us':>8} {'new/old':>8} {'cuBLAS':>8} {'old x':>6} {'new x':>6}")
     for name, mnk in items:
         config = KernelConfig.from_dict(known[name])
         shape = Shape.parse(f"{mnk}/{config.layout}")
-        row = measure(session, config, shape, sources(config, session.spec.arch, args.old), args.rounds, args.rep_ms)
+        try:
+            row = measure(session, config, shape, sources(config, session.spec.arch, args.old), args.rounds,
+                          args.rep_ms)
+        except Failure as err:   # refused by the shape, failed the gate, did not compile: named, and the rest go on
+            failed.append({"kernel": name, "shape": mnk, "why": str(err).splitlines()[0]})
+            print(f"template_ab: {name}@{mnk}: {failed[-1]['why']}", file=sys.stderr, flush=True)
+            continue
         rows.append(row)
         print(f"{name + ' @ ' + mnk:100s} {row['old_us']:8.1f} {row['new_us']:8.1f} {row['new_over_old']:8.3f} "
               f"{row['cublas_us']:8.1f} {row['old_ratio']:6.2f} {row['new_ratio']:6.2f}"
               f"{'  (same source)' if row['same_source'] else ''}", flush=True)
-    print(f"geomean new/old over {len(rows)}: {geomean([r['new_over_old'] for r in rows]):.3f}")
+        if args.json:   # after each row: a later failure or a timeout keeps what was measured
+            Path(args.json).write_text(json.dumps({"device": session.spec.name, "rows": rows, "failed": failed},
+                                                  indent=1))
+    if rows:
+        print(f"geomean new/old over {len(rows)}: {geomean([r['new_over_old'] for r in rows]):.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": session.spec.name, "rows": rows}, indent=1))
-    return 0
+        Path(args.json).write_text(json.dumps({"device": session.spec.name, "rows": rows, "failed": failed}, indent=1))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
