@@ -56,7 +56,7 @@ def test_gate_passes_in_every_layout(hopper, name, layout, shape):
 
 # The last stage of a ragged K issues only its k steps inside K: one, two or three of a 32-deep stage's
 # four (K % 32 = 3, 9, 20), after the loop ("tail") or chosen inside it (persistent cp.async: "branch"),
-# in split-K's last slice and the TMA pipeline (persistent too); pingpong keeps the one loop (the last
+# in split-K's last slice and the TMA pipeline (persistent and split too); pingpong keeps the one loop (the last
 # stage whole, as before); K = 64 has no ragged stage.
 RAGGED = {
     "ws-tail": WS,
@@ -65,6 +65,7 @@ RAGGED = {
     "ws-pp-whole": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
     "tma-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, label=""),
     "tma-p3-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=2, persistent=3, label=""),
+    "tma-k3a-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, split_k=3, label=""),
 }
 
 
