@@ -148,3 +148,17 @@ def test_prefetch_compiles_without_serialized_wgmma(layout):
     assert report[cfg.name].registers <= 128
     serial = [line for line in report.log.splitlines() if re.search(r"wgmma.*serializ", line)]
     assert all("crossing function boundary at a function call" in line for line in serial), serial
+
+
+@pytest.mark.parametrize("change, ragged", [(dict(BK=32, stages=4), True), (dict(BK=32, stages=3, split_k=3), True),
+                                           (dict(BM=64, WM=64, BK=32, stages=3), True), ({}, False),
+                                           (dict(BK=32, stages=3, prefetch=True), False),
+                                           (dict(BM=64, WM=64, BK=32, stages=3, min_blocks=2), False)])
+def test_the_last_stage_of_a_ragged_k_issues_only_its_k_steps(change, ragged):
+    """3xTF32 with BK = 32, one block an SM, no prefetch: after the ring's loop over the stages whose k all lie
+    inside K, the last stage's body issues only the k steps inside K (the B fragments and the wgmma guarded);
+    BK = 64 (the preset), prefetch and two blocks an SM keep the one loop."""
+    code = emit(preset("tf32x3-wgmma").replace(**change), "sm_90")
+    assert ("if (kfull < ktiles) {" in code) == ragged
+    assert code.count("if (ks < ksteps)") == (2 * 2 if ragged else 0)   # fragments and wgmma, plain and safe split
+    assert "if (kfull < ktiles) {" not in emit(preset("tf32-wgmma").replace(**change), "sm_90")

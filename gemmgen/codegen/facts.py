@@ -93,6 +93,11 @@ def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a_ldmatrix, g.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
     g.c_vec = not c.split_atomic   # float2 stores of C
     g.b.shifted = c.mma == "wgmma" and shifted_rows(c)
+    # The plain wgmma kernel's last stage of a ragged K, after the ring's loop over the full stages, issues
+    # only its k steps inside K, as the warp-specialized kernels' does: 3xTF32 with BK = 32, one block an SM,
+    # without prefetch (H100: 0.95-0.985x the time on 7 of 8 shapes; with BK = 64, 500x2000x70 TT ran 1.09x).
+    g.ragged_steps = (c.mma == "wgmma" and c.family == "tf32x3" and c.bounds == "checked" and not c.prefetch
+                      and c.min_blocks == 1 and c.BK == 32)
 
 
 def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:

@@ -55,6 +55,22 @@ def test_variants_correct(hopper, family, variant, layout):
         assert max(errors.values()) <= BOUND[family], (M, N, K, pad)
 
 
+
+# 3xTF32 with BK = 32: the last stage of a ragged K issues only its k steps inside K, one, two or three of
+# four (K % 32 = 3, 9, 20; 64: none ragged), after the ring's loop; split-K's last slice (K = 35 in three
+# slices: 32, 3 and an empty one).
+RAGGED = {"bk32": dict(BK=32, stages=4), "n64": dict(BM=64, WM=64, BK=32, stages=3),
+          "bk32-k3a": dict(BK=32, stages=4, split_k=3), "bk32-k2w": dict(BK=32, stages=3, split_k=2, reduce="workspace")}
+
+
+@pytest.mark.parametrize("K", [35, 41, 52, 64, 113])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("variant", RAGGED)
+def test_last_ragged_stage_issues_its_k_steps(hopper, variant, layout, K):
+    cfg = _in(preset("tf32x3-wgmma").replace(**RAGGED[variant]), layout)
+    errors = hopper.check(cfg, Shape(301, 263, K, layout), seed=K, pad=1)
+    assert max(errors.values()) <= BOUND["tf32x3"], errors
+
 @pytest.mark.parametrize("layout", ["NN", "TN"])
 @pytest.mark.parametrize("pad_b", [4, 8])
 def test_unaligned_rows_of_b_copied_shifted(hopper, layout, pad_b):
