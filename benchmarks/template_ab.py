@@ -24,17 +24,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from matmul_vs_cublas import geomean  # noqa: E402
-from ws_timeline import configs  # noqa: E402
+from ws_timeline import configs, kernel_at, sizes  # noqa: E402
 
 
 def parse_item(text: str, known: dict) -> tuple[str, str]:
-    """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong."""
-    name, _, mnk = text.partition("@")
-    if name not in known:
-        raise ValueError(f"unknown kernel {name!r}: name one of the shipped results' kernels (gemmgen results plan ...)")
-    dims = mnk.split("x")
-    if len(dims) != 3 or not all(d.isdecimal() and int(d) > 0 for d in dims):
-        raise ValueError(f"bad shape {mnk!r} in {text!r}: want KERNEL@MxNxK with positive sizes")
+    """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong (ws_timeline's checks, without its
+    kind of kernel)."""
+    name, mnk = kernel_at(text, known)
+    sizes(mnk, text)
     return name, mnk
 
 

@@ -117,21 +117,33 @@ def known_kind(c: dict) -> str | None:
     return None
 
 
-def parse_item(text: str, known: dict) -> tuple[str, str]:
-    """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong."""
-    from gemmgen.kernel.config import KernelConfig
-
+def kernel_at(text: str, known: dict) -> tuple[str, str]:
+    """KERNEL@MxNxK -> (KERNEL, MxNxK); ValueError where KERNEL is none of ``known`` (the shipped results')."""
     name, _, mnk = text.partition("@")
     if name not in known:
         raise ValueError(f"unknown kernel {name!r}: name one of the shipped results' kernels (gemmgen results plan ...)")
-    why = known_kind(known[name])
-    if why:
-        raise ValueError(f"kernel {name!r} is {why}: the stamps fit cp.async warp-specialized 3xTF32 kernels, "
-                         "one block an SM, one tile a block, unsplit K")
+    return name, mnk
+
+
+def sizes(mnk: str, text: str) -> tuple[int, int, int]:
+    """MxNxK of the item ``text`` -> (M, N, K); ValueError unless three positive sizes."""
     dims = mnk.split("x")
     if len(dims) != 3 or not all(d.isdecimal() and int(d) > 0 for d in dims):
         raise ValueError(f"bad shape {mnk!r} in {text!r}: want KERNEL@MxNxK with positive sizes")
     M, N, K = map(int, dims)
+    return M, N, K
+
+
+def parse_item(text: str, known: dict) -> tuple[str, str]:
+    """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong."""
+    from gemmgen.kernel.config import KernelConfig
+
+    name, mnk = kernel_at(text, known)
+    why = known_kind(known[name])
+    if why:
+        raise ValueError(f"kernel {name!r} is {why}: the stamps fit cp.async warp-specialized 3xTF32 kernels, "
+                         "one block an SM, one tile a block, unsplit K")
+    M, N, K = sizes(mnk, text)
     g = KernelConfig.from_dict(known[name]).grid(M, N, K)
     if g[0] * g[1] * g[2] > BLOCKS:
         raise ValueError(f"{text!r} launches {g[0] * g[1] * g[2]} blocks; the stamps hold {BLOCKS}: take a smaller shape")

@@ -96,8 +96,8 @@ def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # The plain wgmma kernel's last stage of a ragged K, after the ring's loop over the full stages, issues
     # only its k steps inside K, as the warp-specialized kernels' does: 3xTF32 with BK = 32, one block an SM,
     # without prefetch (H100: 0.95-0.985x the time on 7 of 8 shapes; with BK = 64, 500x2000x70 TT ran 1.09x).
-    g.ragged_steps = (c.mma == "wgmma" and c.family == "tf32x3" and c.bounds == "checked" and not c.prefetch
-                      and c.min_blocks == 1 and c.BK == 32)
+    fits = c.family == "tf32x3" and c.bounds == "checked" and not c.prefetch and c.min_blocks == 1 and c.BK == 32
+    g.ragged_steps = "tail" if c.mma == "wgmma" and fits else None   # as in _tma_facts
 
 
 def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
