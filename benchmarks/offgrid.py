@@ -3,19 +3,23 @@ against cuBLAS SGEMM; and how well the dispatch picks among them (no GPU needed 
 
     # CPU: jobs (shape, candidate configs) from the shipped results' predictions, new seeds only
     python benchmarks/offgrid.py plan --gpu h200 --seeds 3001-3040 --macs 27:37 --seeds 4001-4040 --macs 15:27 \\
-        --top 5 --out jobs.json
+        --top 5 --out jobs.json           # --every simt: each shape's whole SIMT family too (its true best)
     # GPU: compile every job's kernels once, then one process per GPU (rows written after each shape)
     python benchmarks/offgrid.py compile jobs.json --procs 30
     CUDA_VISIBLE_DEVICES=0 python benchmarks/offgrid.py time jobs.json --worker 0 --workers 2 --out w0.json &
     CUDA_VISIBLE_DEVICES=1 python benchmarks/offgrid.py time jobs.json --worker 1 --workers 2 --out w1.json &
     # CPU: the dispatch's pick among each shape's timed kernels against the best of them (two halves of the rows)
     python benchmarks/offgrid.py picks --gpu h200 w0.json w1.json --knob WIDTH=0.9 --knob SKINNY_AUTO=1
+    python benchmarks/offgrid.py picks --gpu h200 docs/bench/h200-launch-oracle-s41-20261127.json --bias
 
 A job holds the ``--top`` kernels of least predicted time (timed in the shape's layout, no copies), plus the
 best of each family not among them (the skinny family too, though dispatch.SKINNY_AUTO keeps it out of matmul). ``time`` gates and times them interleaved with cuBLAS (L2 flushed before
 each run, Session.retime); a kernel the gate or the shape refuses is named and skipped. ``picks`` prints the
 pick's measured time over the best's, the fastest kernel timed there (geomean: the dispatch's loss), the pick's and the
-best's ratio to cuBLAS, and the lowest. Session 38 (docs/PERFORMANCE.md): 1889 H200 shapes, 11.6k timings.
+best's ratio to cuBLAS, and the lowest; ``--bias``, the measured/predicted time of every kernel timed, by family
+and whether the prediction rests on a measurement near or extrapolates, and by waves. Session 38
+(docs/PERFORMANCE.md): 1889 H200 shapes, 11.6k timings; session 41: 96 launch-sized H200 shapes with every SIMT
+kernel timed (the picks lose 4.4% to the family's true best; far SIMT predictions run 0.72x as long as predicted).
 """
 from __future__ import annotations
 
@@ -55,10 +59,13 @@ def macs_range(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: int) -> dict:
+def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: int,
+              every: tuple[str, ...] = ()) -> dict:
     """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs): the
     ``top`` kernels of least predicted time, then each family's best not among them (the skinny family too,
-    whatever dispatch.SKINNY_AUTO says)."""
+    whatever dispatch.SKINNY_AUTO says), then every other kernel of the families in ``every`` that takes the
+    shape: the whole family timed, so its picks are scored against its true best, not only against the
+    kernels the model already ranked high (session 41)."""
     import random
 
     from matmul_vs_cublas import random_shapes, tuned_keys
@@ -75,7 +82,7 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
                                    if f.config.accepts(M, N, K) is None), key=lambda t: t[:2])
                     pick, families = [], set()
                     for _, _, f in rows:
-                        if len(pick) < top or f.config.family not in families:
+                        if len(pick) < top or f.config.family not in families or f.config.family in every:
                             pick.append(f.config.to_dict())
                             families.add(f.config.family)
                     jobs.append({"shape": s.key, "kernels": pick})
@@ -149,6 +156,32 @@ def time_jobs(jobs: list[dict], out: Path, deadline_s: float, rep_ms: float) -> 
     return len(rows), refused
 
 
+def bias(gpu: str, rows: list[dict], knobs: dict[str, float],
+         ap: argparse.ArgumentParser | None = None) -> dict[str, list[float]]:
+    """measured / predicted of every timed kernel the dispatch has a model of, grouped: by family and whether
+    a measurement of the kernel lies near the shape (``near``) or the prediction extrapolates (``far``), and
+    by family and the waves of blocks the kernel runs there. Where the model errs, and which way."""
+    from gemmgen.base.shape import Shape
+    from gemmgen.runtime.counts import aligned_for, counts
+
+    out: dict[str, list[float]] = {}
+    with native_fits(gpu, knobs, ap) as (_, fits):
+        for r in rows:
+            s = Shape.parse(r["shape"])
+            for n, t in r["ms"].items():
+                f = fits[s.layout].get(n)
+                if f is None:
+                    continue
+                ok = aligned_for(f.config, s)
+                e = t / f.predict(s, ok)
+                waves = counts(f.config, s, f.sm_count)[1]
+                band = "1" if waves <= 1 else "2-3" if waves <= 3 else "4-7" if waves <= 7 else "8+"
+                for key in (f"{f.config.family} {'near' if f.measured_near(s, ok) else 'far'}",
+                            f"{f.config.family} waves {band}"):
+                    out.setdefault(key, []).append(e)
+    return out
+
+
 def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
           ap: argparse.ArgumentParser | None = None) -> dict[str, list[tuple[float, float, float]]]:
     """Per half of the rows (by a hash of the shape): (pick/best measured, cuBLAS/pick, cuBLAS/best) of every
@@ -183,6 +216,8 @@ def main(argv=None) -> int:
     p.add_argument("--macs", action="append", required=True, type=macs_range,
                    help="LO:HI per --seeds: 2^LO..2^HI multiply-adds")
     p.add_argument("--top", type=int, default=5)
+    p.add_argument("--every", action="append", default=[], choices=("simt", "tf32x3", "skinny"),
+                   help="also every other kernel of this family that takes the shape (repeatable)")
     p.add_argument("--out", type=Path, required=True)
     c = sub.add_parser("compile", help="compile every job's kernels into NVRTC's cache (GPU machine)")
     c.add_argument("jobs", type=Path)
@@ -199,6 +234,8 @@ def main(argv=None) -> int:
     k.add_argument("rows", nargs="+", type=Path)
     k.add_argument("--knob", action="append", default=[], metavar="NAME=V",
                    help="a constant of gemmgen.runtime.dispatch, .staging or .predict (repeatable)")
+    k.add_argument("--bias", action="store_true",
+                   help="also measured/predicted per family, near or far from a measurement, and by waves")
     args = ap.parse_args(argv)
 
     def read(path: Path):
@@ -211,7 +248,7 @@ def main(argv=None) -> int:
         if len(args.seeds) != len(args.macs):
             ap.error("give one --macs for each --seeds")
         try:
-            data = plan_jobs(args.gpu, list(zip(args.seeds, args.macs)), args.top)
+            data = plan_jobs(args.gpu, list(zip(args.seeds, args.macs)), args.top, tuple(args.every))
         except ValueError as err:   # ResultsError too: a GPU with no results
             ap.error(str(err).splitlines()[0])
         args.out.write_text(json.dumps(data))
@@ -249,6 +286,10 @@ def main(argv=None) -> int:
                 print(f"half {half}: {len(v)} shapes, pick/best {geomean([a for a, _, _ in v]):.4f}, "
                       f"pick {geomean([b for _, b, _ in v]):.4f}x cuBLAS (lowest {min(b for _, b, _ in v):.2f}), "
                       f"best {geomean([c for _, _, c in v]):.4f}x")
+        if args.bias:
+            print("measured / predicted (geomean, kernels timed):")
+            for key, v in sorted(bias(args.gpu, rows, knobs, ap).items()):
+                print(f"  {key:22s} {len(v):6d} {geomean(v):.3f}")
     return 0
 
 

@@ -84,6 +84,38 @@ def test_picks_score_the_dispatch_against_the_best_timed_kernel(jobs, library):
     assert losses[-1] == pytest.approx(2.0) and losses[-2] == pytest.approx(1.0)
 
 
+def test_every_adds_the_whole_family_that_takes_the_shape(jobs, library):
+    """--every simt: each job holds its top and family-best kernels, then every other SIMT kernel its
+    layout's dispatch models that accepts the shape, each once."""
+    from gemmgen.base.shape import Shape
+    from gemmgen.kernel.config import KernelConfig
+
+    full = offgrid.plan_jobs("h100", [([7], (15, 27))], top=3, every=("simt",))["jobs"]
+    plain = {j["shape"]: [KernelConfig.from_dict(d).name for d in j["kernels"]] for j in jobs}
+    for j in full:
+        s = Shape.parse(j["shape"])
+        names = [KernelConfig.from_dict(d).name for d in j["kernels"]]
+        simt = {n for n, f in library[s.layout].items()
+                if f.config.family == "simt" and f.config.accepts(s.M, s.N, s.K) is None}
+        assert len(names) == len(set(names)) and set(plain[j["shape"]]) <= set(names)
+        assert {n for n in names if n.startswith("gg_simt")} == simt and len(simt) > 10
+
+
+def test_bias_is_one_where_every_kernel_ran_as_predicted_and_follows_a_slow_one(jobs, library):
+    from gemmgen.kernel.config import KernelConfig
+
+    rows = [{"shape": j["shape"], "cublas_ms": 1.0,
+             "ms": {n: predicted(library, j["shape"], n) for n in (KernelConfig.from_dict(d).name for d in j["kernels"])}}
+            for j in jobs]
+    got = offgrid.bias("h100", rows, {"SKINNY_AUTO": 1})
+    assert {k.split()[0] for k in got} >= {"simt", "tf32x3"} and any(" near" in k or " far" in k for k in got)
+    assert all(v == pytest.approx(1.0) for vals in got.values() for v in vals)
+    assert sum(len(v) for k, v in got.items() if "waves" in k) == sum(len(r["ms"]) for r in rows)
+    rows[0]["ms"] = {n: 3.0 * t for n, t in rows[0]["ms"].items()}
+    slow = offgrid.bias("h100", rows, {"SKINNY_AUTO": 1})
+    assert sorted(v for vals in slow.values() for v in vals)[-1] == pytest.approx(3.0)
+
+
 @pytest.mark.parametrize("argv, says", [
     (["plan", "--gpu", "h100", "--seeds", "1-2", "--macs", "15:27", "--macs", "27:37", "--out", "x"], "one --macs"),
     (["plan", "--gpu", "h100", "--seeds", "a-b", "--macs", "15:27", "--out", "x"], "'a-b'"),
@@ -93,6 +125,7 @@ def test_picks_score_the_dispatch_against_the_best_timed_kernel(jobs, library):
     (["picks", "--gpu", "h100", "JOBS", "--knob", "WIDTH=1"], "rows files"),
     (["picks", "--gpu", "h100", "ROWS", "--knob", "NOT_A_KNOB=1"], "NOT_A_KNOB"),
     (["time", "ROWS", "--out", "x"], "not a jobs file"),
+    (["plan", "--gpu", "h100", "--seeds", "1", "--macs", "15:27", "--every", "simd", "--out", "x"], "simd"),
 ])
 def test_bad_input_is_one_line(argv, says, tmp_path, capsys):
     (tmp_path / "rows.json").write_text("[]")
