@@ -218,7 +218,7 @@ def main(argv=None) -> int:
                     help="multiply-adds of --random's shapes, 2^LO..2^HI (default 27:37; 15:27 draws launch-sized products)")
     ap.add_argument("--family", help="restrict matmul's dispatch to one family (e.g. simt)")
     ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per shape in ms (default 200)")
-    ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON (rewritten after each row)")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="processes compiling the planned kernels before timing (default: half the cores)")
     args = ap.parse_args(argv)
@@ -236,6 +236,11 @@ def main(argv=None) -> int:
     built = prebuild([s for _, shapes in groups for s in shapes], args.family, args.jobs)
     print(f"{built} planned kernels compiled in {time.time() - t:.1f} s ({args.jobs} processes)", file=sys.stderr)
     rows = []
+
+    def save(more: list) -> None:   # after every row: a run cut short (a device's time limit) keeps what it measured
+        if args.json:
+            Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "rows": rows + more}, indent=1))
+
     for seed, shapes in groups:
         mine = []
         for M, N, K, layout in shapes:
@@ -244,6 +249,7 @@ def main(argv=None) -> int:
             r = mine[-1]
             if seed is not None:
                 r["seed"] = seed
+            save(mine)
             print(f"{r['shape']} {layout}: {r['gemmgen_tflops']:.2f} vs {r['cublas_tflops']:.2f} TFLOP/s "
                   f"({r['ratio']:.2f}x) {r['kernel']} [{time.time() - t:.1f} s]", file=sys.stderr, flush=True)
         print(f"\n{spec.name} ({spec.sm_count} SMs), gemmgen.matmul{' family=' + args.family if args.family else ''} "
@@ -255,8 +261,7 @@ def main(argv=None) -> int:
               f"{geomean(r['ratio'] for r in mine):.3f}x over all {len(mine)} rows, "
               f"{geomean(nn):.3f}x over the {len(nn)} NN rows; lowest {min(r['ratio'] for r in mine):.2f}x")
         rows += mine
-    if args.json:
-        Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "rows": rows}, indent=1))
+    save([])
     return 0
 
 

@@ -191,3 +191,31 @@ def test_smem_floor_times_only_kernels_that_compute_the_shape():
     assert ok == ["simt"] and len(refused) == 1 and refused[0].startswith("skinny: ")
     assert floor.runnable(configs, 64, 48, 40, "TT") == (["simt_tt"], [])
     assert floor.parse_shape("200x30x100/TN") == (200, 30, 100, "TN")
+
+
+def test_matmul_vs_cublas_writes_its_rows_after_each_one(tmp_path, monkeypatch):
+    """benchmarks/matmul_vs_cublas.py --json: a run cut short (here the third shape's measurement fails, as a
+    device's time limit would end it) leaves the rows it measured in the file, tagged with their seed."""
+    import gemmgen.base.devices as devices
+
+    mvc = load("matmul_vs_cublas")
+    calls = []
+
+    def measure(M, N, K, layout, rep_ms, family):
+        calls.append((M, N, K, layout))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return {"shape": f"{M}x{N}x{K}", "layout": layout, "ratio": 1.0 + len(calls), "gemmgen_tflops": 2.0,
+                "cublas_tflops": 1.0, "kernel": "k", "err_gemmgen": 1e-7, "err_cublas": 1e-7}
+
+    cupy = SimpleNamespace(cuda=SimpleNamespace(Device=lambda: SimpleNamespace(id=0)))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(devices, "detect", lambda i: known("h100"))
+    monkeypatch.setattr(mvc, "prebuild", lambda shapes, family, jobs: 0)
+    monkeypatch.setattr(mvc, "measure", measure)
+    out = tmp_path / "rows.json"
+    with pytest.raises(KeyboardInterrupt):
+        mvc.main(["--random", "4", "--seed", "5", "--macs", "15:27", "--json", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["ratio"] for r in rows] == [2.0, 3.0] and {r["seed"] for r in rows} == {5}
+    assert [f"{r['shape']}/{r['layout']}" for r in rows] == ["%dx%dx%d/%s" % c for c in calls[:2]]
