@@ -54,8 +54,13 @@ def main(argv=None) -> int:
 
     owners = knob_owners(ap, knobs)
 
+    from gemmgen.records.entry import ResultsError
+
     def library(path: Path) -> KernelLibrary:
-        found = load_file(path)
+        try:
+            found = load_file(path)
+        except (ResultsError, ValueError) as err:   # another GPU's name, not a results file: one line
+            ap.error(str(err).splitlines()[0])
         return KernelLibrary(known(found.name), found.entries, timings=found.timings)
 
     def plan(lib: KernelLibrary, M: int, N: int, K: int, L: str) -> str:

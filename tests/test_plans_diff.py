@@ -46,6 +46,19 @@ def test_a_missing_file_is_named():
         _module().main(["nope.json", str(SHIPPED)])
 
 
+@pytest.mark.parametrize("text, says", [
+    (None, "different GPUs are never mixed"),      # the shipped H100 file under another name
+    ('{"x": 1}', "schema"),
+])
+def test_a_file_it_cannot_read_is_one_line(text, says, tmp_path, capsys):
+    bad = tmp_path / "copy.json"
+    bad.write_text(SHIPPED.read_text() if text is None else text)
+    with pytest.raises(SystemExit) as err:
+        _module().main([str(bad), str(SHIPPED), "--seeds", "3"])
+    out = capsys.readouterr().err
+    assert err.value.code == 2 and says in out and str(bad) in out and "Traceback" not in out
+
+
 def test_a_knob_changes_the_plans_it_decides_and_is_put_back(capsys, monkeypatch):
     """--knob FMA_FLOOR=0,1 on one file: file A's plans without the FMA kernels' step floor, B's with it
     (session 34: a split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape);
