@@ -238,8 +238,10 @@ def main(argv=None) -> int:
     rows = []
 
     def save(more: list) -> None:   # after every row: a run cut short (a device's time limit) keeps what it measured
-        if args.json:
-            Path(args.json).write_text(json.dumps({"device": spec.to_dict(), "rows": rows + more}, indent=1))
+        if args.json:                # written aside, then renamed: a kill mid-write leaves the last whole file
+            part = Path(args.json + ".part")
+            part.write_text(json.dumps({"device": spec.to_dict(), "rows": rows + more}, indent=1))
+            part.replace(args.json)
 
     for seed, shapes in groups:
         mine = []

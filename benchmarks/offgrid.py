@@ -63,9 +63,9 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
               every: tuple[str, ...] = ()) -> dict:
     """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs): the
     ``top`` kernels of least predicted time, then each family's best not among them (the skinny family too,
-    whatever dispatch.SKINNY_AUTO says), then every other kernel of the families in ``every`` that takes the
-    shape: the whole family timed, so its picks are scored against its true best, not only against the
-    kernels the model already ranked high (session 41)."""
+    whatever dispatch.SKINNY_AUTO says), and every other kernel of the families in ``every`` that takes the
+    shape (after the first ``top``, all in order of predicted time): the whole family timed, so its picks are
+    scored against its true best, not only against the kernels the model already ranked high (session 41)."""
     import random
 
     from matmul_vs_cublas import random_shapes, tuned_keys

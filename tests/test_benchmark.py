@@ -194,8 +194,8 @@ def test_smem_floor_times_only_kernels_that_compute_the_shape():
 
 
 def test_matmul_vs_cublas_writes_its_rows_after_each_one(tmp_path, monkeypatch):
-    """benchmarks/matmul_vs_cublas.py --json: a run cut short (here the third shape's measurement fails, as a
-    device's time limit would end it) leaves the rows it measured in the file, tagged with their seed."""
+    """benchmarks/matmul_vs_cublas.py --json: a run cut short (here in the second seed's second shape, as a
+    device's time limit would end it) leaves every row it measured in the file, tagged with its seed."""
     import gemmgen.base.devices as devices
 
     mvc = load("matmul_vs_cublas")
@@ -203,7 +203,7 @@ def test_matmul_vs_cublas_writes_its_rows_after_each_one(tmp_path, monkeypatch):
 
     def measure(M, N, K, layout, rep_ms, family):
         calls.append((M, N, K, layout))
-        if len(calls) == 3:
+        if len(calls) == 6:
             raise KeyboardInterrupt
         return {"shape": f"{M}x{N}x{K}", "layout": layout, "ratio": 1.0 + len(calls), "gemmgen_tflops": 2.0,
                 "cublas_tflops": 1.0, "kernel": "k", "err_gemmgen": 1e-7, "err_cublas": 1e-7}
@@ -215,7 +215,8 @@ def test_matmul_vs_cublas_writes_its_rows_after_each_one(tmp_path, monkeypatch):
     monkeypatch.setattr(mvc, "measure", measure)
     out = tmp_path / "rows.json"
     with pytest.raises(KeyboardInterrupt):
-        mvc.main(["--random", "4", "--seed", "5", "--macs", "15:27", "--json", str(out)])
-    rows = json.loads(out.read_text())["rows"]
-    assert [r["ratio"] for r in rows] == [2.0, 3.0] and {r["seed"] for r in rows} == {5}
-    assert [f"{r['shape']}/{r['layout']}" for r in rows] == ["%dx%dx%d/%s" % c for c in calls[:2]]
+        mvc.main(["--random", "4", "--seed", "5", "--seed", "6", "--macs", "15:27", "--json", str(out)])
+    rows = json.loads(out.read_text())["rows"]     # the first seed's four rows and the second's first
+    assert [r["ratio"] for r in rows] == [2.0, 3.0, 4.0, 5.0, 6.0] and [r["seed"] for r in rows] == [5] * 4 + [6]
+    assert [f"{r['shape']}/{r['layout']}" for r in rows] == ["%dx%dx%d/%s" % c for c in calls[:5]]
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.json"]

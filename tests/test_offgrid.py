@@ -98,6 +98,7 @@ def test_every_adds_the_whole_family_that_takes_the_shape(jobs, library):
         simt = {n for n, f in library[s.layout].items()
                 if f.config.family == "simt" and f.config.accepts(s.M, s.N, s.K) is None}
         assert len(names) == len(set(names)) and set(plain[j["shape"]]) <= set(names)
+        assert names[:3] == plain[j["shape"]][:3]            # the top predictions first, as without --every
         assert {n for n in names if n.startswith("gg_simt")} == simt and len(simt) > 10
 
 
@@ -109,6 +110,14 @@ def test_bias_is_one_where_every_kernel_ran_as_predicted_and_follows_a_slow_one(
             for j in jobs]
     got = offgrid.bias("h100", rows, {"SKINNY_AUTO": 1})
     assert {k.split()[0] for k in got} >= {"simt", "tf32x3"} and any(" near" in k or " far" in k for k in got)
+    from gemmgen.base.shape import Shape
+    from gemmgen.runtime.counts import aligned_for
+    near = 0
+    for r in rows:   # each timing counted once, under near or far as the kernel's model says
+        s = Shape.parse(r["shape"])
+        near += sum(library[s.layout][n].measured_near(s, aligned_for(library[s.layout][n].config, s)) for n in r["ms"])
+    assert sum(len(v) for k, v in got.items() if k.endswith(" near")) == near
+    assert sum(len(v) for k, v in got.items() if k.endswith((" near", " far"))) == sum(len(r["ms"]) for r in rows)
     assert all(v == pytest.approx(1.0) for vals in got.values() for v in vals)
     assert sum(len(v) for k, v in got.items() if "waves" in k) == sum(len(r["ms"]) for r in rows)
     rows[0]["ms"] = {n: 3.0 * t for n, t in rows[0]["ms"].items()}
