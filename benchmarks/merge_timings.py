@@ -18,19 +18,39 @@ larger one); or ``--replace``: then the fresh times replace the shipped ones whe
     gemmgen search --grid FILE --timings-only --winners-from changed.json --only-timed --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --replace
 
+With ``--replace``, a shape whose re-timed kernels moved by more than ``--max-shift`` (geometric mean of new
+over old, either way; default 1.5) keeps its old times, named in one line: a batch timed while something else
+ran (session 41: every kernel of one H100 shape at 1.3-5.8x, where a template change moves times by a few
+percent) would otherwise land in the dispatch. The merged file keeps the shipped file's indentation.
+
 ``--out`` writes the merged file elsewhere instead of over the shipped one.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 
-def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = False) -> dict[str, int]:
+def shifted(shipped: dict, fresh: dict, max_shift: float) -> dict[str, float]:
+    """Shape -> geometric mean of new/old time over the kernels both files time there, for the shapes where it
+    lies outside [1/max_shift, max_shift] (none with max_shift 0)."""
+    have, logs = shipped["timings"]["kernels"], {}
+    for name, k in fresh["timings"]["kernels"].items():
+        old = have.get(name, {}).get("ms", {})
+        for s, ms in k["ms"].items():
+            if s in old and ms > 0 and old[s] > 0:
+                logs.setdefault(s, []).append(math.log(ms / old[s]))
+    means = {s: math.exp(sum(v) / len(v)) for s, v in logs.items()}
+    return {s: r for s, r in means.items() if max_shift and not 1 / max_shift <= r <= max_shift}
+
+
+def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = False,
+          keep: frozenset = frozenset()) -> dict[str, int]:
     """Add fresh's timed kernels that shipped lacks to shipped (in place); with ``add_shapes`` the shapes
-    of kernels it has that it lacks, with ``replace`` fresh's times of the shapes both time; kernel name
-    -> how many shapes were added or replaced."""
+    of kernels it has that it lacks, with ``replace`` fresh's times of the shapes both time except those in
+    ``keep``; kernel name -> how many shapes were added or replaced."""
     have, added = shipped["timings"]["kernels"], {}
     for name, k in fresh["timings"]["kernels"].items():
         if name not in have:
@@ -38,7 +58,7 @@ def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = 
                 have[name], added[name] = k, len(k["ms"])
             continue
         new = {s: ms for s, ms in k["ms"].items()
-               if (add_shapes and s not in have[name]["ms"]) or (replace and s in have[name]["ms"])}
+               if (add_shapes and s not in have[name]["ms"]) or (replace and s in have[name]["ms"] and s not in keep)}
         if new:
             have[name]["ms"].update(new)
             if replace and "resident" in k:
@@ -59,9 +79,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="write the merged file here (default: over SHIPPED)")
     ap.add_argument("--add-shapes", action="store_true", help="also add new shapes to kernels SHIPPED has")
     ap.add_argument("--replace", action="store_true", help="FRESH's times replace SHIPPED's where both time a shape")
+    ap.add_argument("--max-shift", type=float, default=1.5, metavar="R",
+                    help="--replace: a shape whose kernels moved more than R times either way keeps its old "
+                         "times (default 1.5; 0: replace all)")
     args = ap.parse_args(argv)
+    if args.max_shift and args.max_shift <= 1:
+        print(f"merge_timings: --max-shift {args.max_shift:g}: give a ratio above 1 (e.g. 1.5), or 0 to replace all",
+              file=sys.stderr)
+        return 2
     try:
-        shipped, fresh = (json.load(open(p)) for p in (args.shipped, args.fresh))
+        texts = [open(p).read() for p in (args.shipped, args.fresh)]
+        shipped, fresh = (json.loads(t) for t in texts)
     except (OSError, ValueError) as e:
         print(f"merge_timings: {e}", file=sys.stderr)
         return 2
@@ -69,9 +97,15 @@ def main(argv=None) -> int:
         print(f"merge_timings: {args.fresh} holds another GPU's results ({fresh.get('device', {}).get('name')!r})",
               file=sys.stderr)
         return 2
-    added = merge(shipped, fresh, args.add_shapes, args.replace)
+    keep = shifted(shipped, fresh, args.max_shift) if args.replace else {}
+    for s, r in sorted(keep.items()):
+        print(f"kept the old times of {s}: its kernels re-timed {r:.2f}x their old times (over --max-shift "
+              f"{args.max_shift:g}; time it again)", file=sys.stderr)
+    added = merge(shipped, fresh, args.add_shapes, args.replace, frozenset(keep))
+    second = texts[0].split("\n", 2)[1] if texts[0].count("\n") >= 2 else ""
+    indent = len(second) - len(second.lstrip(" ")) or 2       # the shipped file's own indentation
     with open(args.out or args.shipped, "w") as fh:
-        json.dump(shipped, fh, indent=2)
+        json.dump(shipped, fh, indent=indent)
         fh.write("\n")
     what = "added to or replaced in" if args.replace else "added to"
     print(f"{what} {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))

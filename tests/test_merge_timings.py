@@ -62,8 +62,45 @@ def test_replace_overwrites_the_shapes_both_time_and_adds_no_others(tmp_path):
     resident blocks) replace the old ones, shapes only the fresh run timed stay out, others stay."""
     shipped = _file(tmp_path / "a.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 1.0, "4x4x4/NN": 4.0}, "resident": 1},
                                           "k2": {"config": {}, "ms": {"3x3x3/NN": 3.0}, "resident": 2}})
-    fresh = _file(tmp_path / "b.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 0.5, "2x2x2/NT": 2.0}, "resident": 2}})
+    fresh = _file(tmp_path / "b.json", {"k1": {"config": {}, "ms": {"1x1x1/NN": 0.8, "2x2x2/NT": 2.0}, "resident": 2}})
     assert _module().main([str(shipped), str(fresh), "--replace"]) == 0
     ks = json.loads(shipped.read_text())["timings"]["kernels"]
-    assert ks["k1"] == {"config": {}, "ms": {"1x1x1/NN": 0.5, "4x4x4/NN": 4.0}, "resident": 2}
+    assert ks["k1"] == {"config": {}, "ms": {"1x1x1/NN": 0.8, "4x4x4/NN": 4.0}, "resident": 2}
     assert ks["k2"] == {"config": {}, "ms": {"3x3x3/NN": 3.0}, "resident": 2}
+
+
+def test_a_shape_whose_kernels_all_moved_far_keeps_its_old_times(tmp_path, capsys):
+    """--replace with the default --max-shift 1.5: on 2x2x2 both kernels re-timed about 3x slower (a
+    disturbed batch): that shape keeps its old times and is named; 1x1x1 (0.9x and 1.2x: geomean 1.04)
+    is replaced. --max-shift 0 replaces every shape."""
+    old = {"k1": {"config": {}, "ms": {"1x1x1/NN": 1.0, "2x2x2/NN": 2.0}},
+           "k2": {"config": {}, "ms": {"1x1x1/NN": 1.0, "2x2x2/NN": 2.0}}}
+    new = {"k1": {"config": {}, "ms": {"1x1x1/NN": 0.9, "2x2x2/NN": 6.0}},
+           "k2": {"config": {}, "ms": {"1x1x1/NN": 1.2, "2x2x2/NN": 5.8}}}
+    shipped, fresh = _file(tmp_path / "a.json", old), _file(tmp_path / "b.json", new)
+    assert _module().main([str(shipped), str(fresh), "--replace"]) == 0
+    err = capsys.readouterr().err
+    assert "2x2x2/NN" in err and "2.95x" in err and "1x1x1" not in err
+    ks = json.loads(shipped.read_text())["timings"]["kernels"]
+    assert ks["k1"]["ms"] == {"1x1x1/NN": 0.9, "2x2x2/NN": 2.0} and ks["k2"]["ms"] == {"1x1x1/NN": 1.2, "2x2x2/NN": 2.0}
+    shipped = _file(tmp_path / "a.json", old)
+    assert _module().main([str(shipped), str(fresh), "--replace", "--max-shift", "0"]) == 0
+    assert json.loads(shipped.read_text())["timings"]["kernels"]["k1"]["ms"] == {"1x1x1/NN": 0.9, "2x2x2/NN": 6.0}
+
+
+def test_a_max_shift_of_one_or_less_is_one_line(tmp_path, capsys):
+    shipped = _file(tmp_path / "a.json", {})
+    before = shipped.read_text()
+    assert _module().main([str(shipped), str(shipped), "--replace", "--max-shift", "0.8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-shift 0.8" in err and shipped.read_text() == before
+
+
+def test_the_merged_file_keeps_the_shipped_files_indentation(tmp_path):
+    shipped = tmp_path / "a.json"
+    shipped.write_text(json.dumps({"schema": 1, "device": {"name": "GPU X"}, "entries": {},
+                                   "timings": {"kernels": {}, "cublas": {}}}, indent=1))
+    fresh = _file(tmp_path / "b.json", {"k9": {"config": {}, "ms": {"1x1x1/NN": 1.0}}})
+    assert _module().main([str(shipped), str(fresh)]) == 0
+    lines = shipped.read_text().splitlines()
+    assert lines[1] == ' "schema": 1,' and "k9" in json.loads(shipped.read_text())["timings"]["kernels"]
