@@ -23,6 +23,11 @@ over old, either way; default 1.5) keeps its old times, named in one line: a bat
 ran (session 41: every kernel of one H100 shape at 1.3-5.8x, where a template change moves times by a few
 percent) would otherwise land in the dispatch. The merged file keeps the shipped file's indentation.
 
+``--controls FILE`` (kernel names, one a line): kernels whose code did not change, re-timed beside the changed
+ones on the same shapes; the geometric mean of their new over old times is the drift between the sessions
+(clocks, another machine of the kind), and every fresh time is divided by it before the merge (session 41:
+0.977 on the H100, 1.006 on the H200). Their own times are merged too, drift removed.
+
 ``--out`` writes the merged file elsewhere instead of over the shipped one.
 """
 from __future__ import annotations
@@ -44,6 +49,20 @@ def shifted(shipped: dict, fresh: dict, max_shift: float) -> dict[str, float]:
                 logs.setdefault(s, []).append(math.log(ms / old[s]))
     means = {s: math.exp(sum(v) / len(v)) for s, v in logs.items()}
     return {s: r for s, r in means.items() if max_shift and not 1 / max_shift <= r <= max_shift}
+
+
+def drift(shipped: dict, fresh: dict, controls: set[str]) -> tuple[float, int]:
+    """(geometric mean of fresh/shipped time over the controls' pairs both files time, how many pairs)."""
+    have = shipped["timings"]["kernels"]
+    logs = [math.log(ms / have[n]["ms"][s]) for n in controls if n in have and n in fresh["timings"]["kernels"]
+            for s, ms in fresh["timings"]["kernels"][n]["ms"].items() if ms > 0 and have[n]["ms"].get(s, 0) > 0]
+    return (math.exp(sum(logs) / len(logs)) if logs else 1.0), len(logs)
+
+
+def scaled(fresh: dict, factor: float) -> None:
+    """Every time of ``fresh``'s kernels divided by ``factor`` (in place)."""
+    for k in fresh["timings"]["kernels"].values():
+        k["ms"] = {s: ms / factor for s, ms in k["ms"].items()}
 
 
 def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = False,
@@ -82,6 +101,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-shift", type=float, default=1.5, metavar="R",
                     help="--replace: a shape whose kernels moved more than R times either way keeps its old "
                          "times (default 1.5; 0: replace all)")
+    ap.add_argument("--controls", metavar="FILE",
+                    help="names of unchanged kernels re-timed beside the changed ones (one a line): the fresh "
+                         "times are divided by their drift (geomean new/old) first")
     args = ap.parse_args(argv)
     if args.max_shift and args.max_shift <= 1:
         print(f"merge_timings: --max-shift {args.max_shift:g}: give a ratio above 1 (e.g. 1.5), or 0 to replace all",
@@ -97,6 +119,19 @@ def main(argv=None) -> int:
         print(f"merge_timings: {args.fresh} holds another GPU's results ({fresh.get('device', {}).get('name')!r})",
               file=sys.stderr)
         return 2
+    if args.controls:
+        try:
+            controls = {line.strip() for line in open(args.controls) if line.strip()}
+        except OSError as e:
+            print(f"merge_timings: {e}", file=sys.stderr)
+            return 2
+        factor, pairs = drift(shipped, fresh, controls)
+        if not pairs:
+            print(f"merge_timings: --controls {args.controls}: none of its {len(controls)} kernels is timed on a "
+                  "shape both files time (name kernels FRESH re-timed where SHIPPED timed them)", file=sys.stderr)
+            return 2
+        scaled(fresh, factor)
+        print(f"drift {factor:.4f} over {pairs} control pairs: fresh times divided by it")
     keep = shifted(shipped, fresh, args.max_shift) if args.replace else {}
     for s, r in sorted(keep.items()):
         print(f"kept the old times of {s}: its kernels re-timed {r:.2f}x their old times (over --max-shift "

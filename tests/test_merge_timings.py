@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.scripts import load
 
 
@@ -104,3 +106,31 @@ def test_the_merged_file_keeps_the_shipped_files_indentation(tmp_path):
     assert _module().main([str(shipped), str(fresh)]) == 0
     lines = shipped.read_text().splitlines()
     assert lines[1] == ' "schema": 1,' and "k9" in json.loads(shipped.read_text())["timings"]["kernels"]
+
+
+def test_controls_remove_the_drift_between_sessions_before_the_merge(tmp_path, capsys):
+    """--controls: the unchanged kernel c re-timed 1.1x slower everywhere (a slower clock), the changed k
+    1.1 x 0.9 slower: k's merged times are 0.9x its old ones, c's equal its old ones."""
+    old = {"k": {"config": {}, "ms": {"1x1x1/NN": 1.0, "2x2x2/NN": 2.0}},
+           "c": {"config": {}, "ms": {"1x1x1/NN": 4.0, "2x2x2/NN": 8.0}}}
+    new = {"k": {"config": {}, "ms": {"1x1x1/NN": 0.99, "2x2x2/NN": 1.98}},
+           "c": {"config": {}, "ms": {"1x1x1/NN": 4.4, "2x2x2/NN": 8.8}}}
+    shipped, fresh = _file(tmp_path / "a.json", old), _file(tmp_path / "b.json", new)
+    (tmp_path / "controls.txt").write_text("c\n")
+    assert _module().main([str(shipped), str(fresh), "--replace", "--controls", str(tmp_path / "controls.txt")]) == 0
+    assert "drift 1.1000 over 2 control pairs" in capsys.readouterr().out
+    ks = json.loads(shipped.read_text())["timings"]["kernels"]
+    assert ks["k"]["ms"] == pytest.approx({"1x1x1/NN": 0.9, "2x2x2/NN": 1.8})
+    assert ks["c"]["ms"] == pytest.approx({"1x1x1/NN": 4.0, "2x2x2/NN": 8.0})
+
+
+def test_controls_that_time_nothing_in_common_are_one_line(tmp_path, capsys):
+    shipped = _file(tmp_path / "a.json", {"k": {"config": {}, "ms": {"1x1x1/NN": 1.0}}})
+    before = shipped.read_text()
+    fresh = _file(tmp_path / "b.json", {"k": {"config": {}, "ms": {"1x1x1/NN": 0.9}}})
+    (tmp_path / "controls.txt").write_text("nope\n")
+    assert _module().main([str(shipped), str(fresh), "--replace", "--controls", str(tmp_path / "controls.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "controls.txt" in err and shipped.read_text() == before
+    assert _module().main([str(shipped), str(fresh), "--replace", "--controls", str(tmp_path / "none.txt")]) == 2
+    assert "none.txt" in capsys.readouterr().err and shipped.read_text() == before
