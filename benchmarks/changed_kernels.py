@@ -1,0 +1,155 @@
+"""Which stored kernels a code change touched, and the files that re-time them: every config of a results
+file rendered by the tree at ``--since REV`` and by this tree, compared source by source.
+
+    python benchmarks/changed_kernels.py results/nvidia-h100-80gb-hbm3.json --since ffc01d8^
+    python benchmarks/changed_kernels.py results/nvidia-h200.json --since ffc01d8^ --ragged --max-k 512 \\
+        --controls 16 --out retime/                      # retime/cand.json, controls.txt, grid.json
+    gemmgen search --grid retime/grid.json --family tf32x3 --timings-only --winners-from retime/cand.json \\
+        --only-timed --results fresh
+    python benchmarks/merge_timings.py results/nvidia-h200.json fresh/nvidia-h200.json --replace \\
+        --controls retime/controls.txt
+
+The old tree is checked out with ``git worktree`` into a temporary folder and renders in a subprocess of its
+own (its gemmgen on the path); templates, facts and rules of REV all count. ``--out`` writes a candidates file
+(the changed kernels' timings, only the pairs to re-time: with ``--ragged`` those of K not a multiple of the
+kernel's BK, with ``--max-k`` those of K at most that), ``--controls N`` unchanged kernels of the same families
+timed on those shapes (a drift control for merge_timings.py), and a grid of the shapes (session 41: 470 of the
+1827 stored kernels changed with the ragged last stage; 6637 H100 pairs re-timed in 270 s).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Run inside a tree (its gemmgen first on the path): {name: sha256 of the rendered source} of the configs on stdin.
+_RENDER = """
+import hashlib, json, sys
+from gemmgen.kernel.config import KernelConfig
+from gemmgen.codegen.render import render_validated
+out = {}
+for name, cfg in json.load(sys.stdin).items():
+    try:
+        out[name] = hashlib.sha256(render_validated(KernelConfig.from_dict(cfg), sys.argv[1]).code.encode()).hexdigest()
+    except Exception as err:   # a config the old tree cannot render: changed
+        out[name] = "error: " + type(err).__name__
+json.dump(out, sys.stdout)
+"""
+
+
+def configs(results: dict) -> dict[str, dict]:
+    """Name -> config dict of every kernel a results file stores (timings and entries)."""
+    out = {e["name"]: e["config"] for e in results.get("entries", {}).values()}
+    out.update({n: k["config"] for n, k in results.get("timings", {}).get("kernels", {}).items()})
+    return out
+
+
+def digests(tree: Path, cfgs: dict[str, dict], arch: str = "sm_90") -> dict[str, str]:
+    """{name: source digest} as the gemmgen of ``tree`` renders each config."""
+    env = dict(os.environ, PYTHONPATH=str(tree) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-c", _RENDER, arch], input=json.dumps(cfgs), capture_output=True,
+                          text=True, env=env, cwd=tree, check=True)
+    return json.loads(done.stdout)
+
+
+@contextlib.contextmanager
+def checkout(rev: str):
+    """The tree of ``rev`` in a temporary git worktree (removed after)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", "-q", str(path), rev], cwd=ROOT, check=True,
+                       capture_output=True, text=True)
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+
+
+def changed(old: dict[str, str], new: dict[str, str]) -> set[str]:
+    """The names whose source differs (or that only one side renders)."""
+    return {n for n in new if old.get(n) != new[n]}
+
+
+def to_time(k: dict, ragged: bool, max_k: int | None) -> dict[str, float]:
+    """The pairs of one stored kernel to re-time: its shapes, ragged K only and K <= max_k where asked."""
+    bk = k["config"]["BK"]
+
+    def keep(key: str) -> bool:
+        K = int(key.split("/")[0].split("x")[2])
+        return (not ragged or K % bk != 0) and (max_k is None or K <= max_k)
+    return {s: ms for s, ms in k["ms"].items() if keep(s)}
+
+
+def retime_files(results: dict, names: set[str], ragged: bool, max_k: int | None, controls: int,
+                 seed: int = 41) -> tuple[dict, list[str], list[str]]:
+    """(candidates file, control names, grid shapes): the changed kernels with their pairs to re-time, and
+    ``controls`` unchanged kernels of the same families on the shapes among those (drawn with ``seed``)."""
+    kernels = results["timings"]["kernels"]
+    cand = {}
+    for n in sorted(names & set(kernels)):
+        ms = to_time(kernels[n], ragged, max_k)
+        if ms:
+            cand[n] = dict(kernels[n], ms=ms)
+    shapes = {s for k in cand.values() for s in k["ms"]}
+    families = {k["config"]["family"] for k in cand.values()}
+    pool = sorted(n for n, k in kernels.items() if n not in names and k["config"]["family"] in families
+                  and any(s in shapes for s in k["ms"]))
+    random.Random(seed).shuffle(pool)
+    chosen = pool[:controls]
+    for n in chosen:
+        cand[n] = dict(kernels[n], ms={s: ms for s, ms in kernels[n]["ms"].items() if s in shapes})
+    return dict(results, entries={}, timings=dict(results["timings"], kernels=cand)), chosen, sorted(shapes)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", type=Path, help="a results file (results/<gpu>.json)")
+    ap.add_argument("--since", required=True, metavar="REV", help="the revision before the change (e.g. ffc01d8^)")
+    ap.add_argument("--out", type=Path, metavar="DIR", help="write cand.json, controls.txt and grid.json here")
+    ap.add_argument("--ragged", action="store_true", help="--out: only the pairs of K not a multiple of BK")
+    ap.add_argument("--max-k", type=int, metavar="K", help="--out: only the pairs of K at most this")
+    ap.add_argument("--controls", type=int, default=16, metavar="N", help="--out: unchanged kernels (default 16)")
+    args = ap.parse_args(argv)
+    try:
+        results = json.loads(args.results.read_text())
+        cfgs = configs(results)
+    except (OSError, ValueError, KeyError, AttributeError) as err:
+        ap.error(f"{args.results}: not a results file ({err})")
+    if subprocess.run(["git", "rev-parse", "--verify", "-q", args.since + "^{commit}"], cwd=ROOT,
+                      capture_output=True).returncode:
+        ap.error(f"--since {args.since!r}: no such revision in {ROOT} (give a commit, e.g. HEAD~3 or ffc01d8^)")
+    new = digests(ROOT, cfgs)
+    with checkout(args.since) as tree:
+        old = digests(tree, cfgs)
+    names = changed(old, new)
+    by: dict[str, int] = {}
+    for n in names:
+        c = cfgs[n]
+        kind = f"{c['family']} {c.get('mma', 'sync')}{' tma' if c.get('tma') else ''}"
+        by[kind] = by.get(kind, 0) + 1
+    print(f"{len(names)} of {len(cfgs)} kernels render differently since {args.since}"
+          + "".join(f"\n  {k}: {v}" for k, v in sorted(by.items())))
+    if args.out:
+        cand, chosen, shapes = retime_files(results, names, args.ragged, args.max_k, args.controls)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "cand.json").write_text(json.dumps(cand))
+        (args.out / "controls.txt").write_text("".join(n + "\n" for n in chosen))
+        (args.out / "grid.json").write_text(json.dumps({"description": [f"pairs to re-time: kernels changed since "
+                                                                         f"{args.since}"], "gpus": [], "shapes": shapes}, indent=1))
+        pairs = sum(len(k["ms"]) for k in cand["timings"]["kernels"].values())
+        print(f"{args.out}: {len(cand['timings']['kernels']) - len(chosen)} changed kernels and {len(chosen)} controls, "
+              f"{pairs} pairs on {len(shapes)} shapes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

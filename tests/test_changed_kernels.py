@@ -1,0 +1,67 @@
+"""benchmarks/changed_kernels.py without a GPU: which stored kernels a change re-renders, and the files that
+re-time them (the changed kernels' pairs, drift controls, the grid)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import load
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "results" / "nvidia-h100-80gb-hbm3.json"
+
+
+def _results() -> dict:
+    k = lambda fam, bk, ms: {"config": {"family": fam, "BK": bk}, "ms": ms}
+    return {"schema": 1, "device": {"name": "GPU X"}, "entries": {"s": {"name": "a", "config": {}}},
+            "timings": {"cublas": {}, "kernels": {
+                "a": k("tf32x3", 32, {"8x8x33/NN": 1.0, "8x8x64/NN": 2.0, "8x8x999/NN": 3.0}),
+                "b": k("tf32x3", 32, {"8x8x64/NN": 2.0}),
+                "c": k("tf32x3", 32, {"8x8x33/NN": 1.5, "9x9x9/NN": 1.0}),
+                "d": k("simt", 8, {"8x8x33/NN": 1.0}),
+                "e": k("tf32x3", 32, {"7x7x7/NN": 1.0})}}}
+
+
+def test_the_pairs_to_retime_are_the_changed_kernels_ragged_shallow_ones_and_controls_share_their_shapes():
+    mod = load("changed_kernels")
+    cand, controls, shapes = mod.retime_files(_results(), {"a", "b"}, ragged=True, max_k=512, controls=5)
+    ks = cand["timings"]["kernels"]
+    assert ks["a"]["ms"] == {"8x8x33/NN": 1.0} and "b" not in ks        # b: no ragged pair; 999 > max_k
+    assert controls == ["c"] and ks["c"]["ms"] == {"8x8x33/NN": 1.5}      # same family, on a shape to re-time
+    assert shapes == ["8x8x33/NN"] and cand["entries"] == {} and set(ks) == {"a", "c"}
+    cand, controls, shapes = mod.retime_files(_results(), {"a"}, ragged=False, max_k=None, controls=0)
+    assert cand["timings"]["kernels"]["a"]["ms"] == _results()["timings"]["kernels"]["a"]["ms"] and controls == []
+    assert mod.changed({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == {"b", "c"}
+
+
+def test_a_change_found_by_rendering_both_trees_writes_the_retime_files(tmp_path, monkeypatch, capsys):
+    """Against HEAD nothing renders differently; with the old side's digest of one shipped kernel altered,
+    that kernel is named and its files written."""
+    mod = load("changed_kernels")
+    data = json.loads(SHIPPED.read_text())
+    name = next(n for n, k in data["timings"]["kernels"].items() if k["config"]["family"] == "tf32x3")
+    assert mod.main([str(SHIPPED), "--since", "HEAD"]) == 0
+    assert capsys.readouterr().out.startswith("0 of ")
+    real = mod.digests
+    monkeypatch.setattr(mod, "digests", lambda tree, cfgs, arch="sm_90":
+                        {**real(tree, cfgs), **({name: "old"} if tree != mod.ROOT else {})})
+    assert mod.main([str(SHIPPED), "--since", "HEAD", "--out", str(tmp_path), "--controls", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 of ") and "1 changed kernels and 3 controls" in out
+    cand = json.loads((tmp_path / "cand.json").read_text())["timings"]["kernels"]
+    controls = (tmp_path / "controls.txt").read_text().split()
+    assert set(cand) == {name, *controls} and cand[name]["ms"] == data["timings"]["kernels"][name]["ms"]
+    assert json.loads((tmp_path / "grid.json").read_text())["shapes"] == sorted(cand[name]["ms"])
+
+
+@pytest.mark.parametrize("argv, says", [
+    ([str(SHIPPED), "--since", "no-such-rev"], "no-such-rev"),
+    (["nope.json", "--since", "HEAD"], "nope.json"),
+])
+def test_bad_input_is_one_line(argv, says, capsys):
+    with pytest.raises(SystemExit) as err:
+        load("changed_kernels").main(argv)
+    out = capsys.readouterr().err
+    assert err.value.code == 2 and says in out and "Traceback" not in out
