@@ -13,8 +13,9 @@ The old tree is checked out with ``git worktree`` into a temporary folder and re
 own (its gemmgen on the path); templates, facts and rules of REV all count. ``--out`` writes a candidates file
 (the changed kernels' timings, only the pairs to re-time: with ``--ragged`` those of K not a multiple of the
 kernel's BK, with ``--max-k`` those of K at most that), ``--controls N`` unchanged kernels of the same families
-timed on those shapes (a drift control for merge_timings.py), and a grid of the shapes (session 41: 470 of the
-1827 stored kernels changed with the ragged last stage; 6637 H100 pairs re-timed in 270 s).
+timed on those shapes (a drift control for merge_timings.py), and a grid of the shapes (session 41: 466 of the
+1811 kernels of the H100's file changed with the ragged last stage; 6637 of their pairs re-timed in 270 s). A
+config the old tree cannot render counts as changed; one this tree cannot render stops the run.
 """
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ out = {}
 for name, cfg in json.load(sys.stdin).items():
     try:
         out[name] = hashlib.sha256(render_validated(KernelConfig.from_dict(cfg), sys.argv[1]).code.encode()).hexdigest()
-    except Exception as err:   # a config the old tree cannot render: changed
-        out[name] = "error: " + type(err).__name__
+    except Exception as err:   # a config a tree cannot render: changed (the old tree) or a stop (this one)
+        out[name] = "error: " + type(err).__name__ + ": " + (str(err).splitlines() or [""])[0][:120]
 json.dump(out, sys.stdout)
 """
 
@@ -52,11 +53,19 @@ def configs(results: dict) -> dict[str, dict]:
     return out
 
 
+class RenderFailed(Exception):
+    """A tree's gemmgen could not run the renderer at all (too old a revision, a broken import)."""
+
+
 def digests(tree: Path, cfgs: dict[str, dict], arch: str = "sm_90") -> dict[str, str]:
-    """{name: source digest} as the gemmgen of ``tree`` renders each config."""
+    """{name: source digest, or "error: ..." where the config does not render} as the gemmgen of ``tree``
+    renders each config for ``arch``; RenderFailed naming the tree's last error line if it cannot render."""
     env = dict(os.environ, PYTHONPATH=str(tree) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     done = subprocess.run([sys.executable, "-c", _RENDER, arch], input=json.dumps(cfgs), capture_output=True,
-                          text=True, env=env, cwd=tree, check=True)
+                          text=True, env=env, cwd=tree)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RenderFailed(f"the tree at {tree} cannot render: {last}")
     return json.loads(done.stdout)
 
 
@@ -74,8 +83,8 @@ def checkout(rev: str):
 
 
 def changed(old: dict[str, str], new: dict[str, str]) -> set[str]:
-    """The names whose source differs (or that only one side renders)."""
-    return {n for n in new if old.get(n) != new[n]}
+    """The names whose source differs, or that either side fails to render."""
+    return {n for n in new if old.get(n) != new[n] or new[n].startswith("error") or old[n].startswith("error")}
 
 
 def to_time(k: dict, ragged: bool, max_k: int | None) -> dict[str, float]:
@@ -119,6 +128,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-k", type=int, metavar="K", help="--out: only the pairs of K at most this")
     ap.add_argument("--controls", type=int, default=16, metavar="N", help="--out: unchanged kernels (default 16)")
     args = ap.parse_args(argv)
+    if args.controls < 0 or (args.max_k is not None and args.max_k < 1):
+        ap.error(f"--controls {args.controls} / --max-k {args.max_k}: give a count of 0 or more and a K of 1 or more")
     try:
         results = json.loads(args.results.read_text())
         cfgs = configs(results)
@@ -127,9 +138,16 @@ def main(argv=None) -> int:
     if subprocess.run(["git", "rev-parse", "--verify", "-q", args.since + "^{commit}"], cwd=ROOT,
                       capture_output=True).returncode:
         ap.error(f"--since {args.since!r}: no such revision in {ROOT} (give a commit, e.g. HEAD~3 or ffc01d8^)")
-    new = digests(ROOT, cfgs)
-    with checkout(args.since) as tree:
-        old = digests(tree, cfgs)
+    arch = "sm_" + str(results.get("device", {}).get("cc", "9.0")).replace(".", "")   # what its kernels run on
+    try:
+        new = digests(ROOT, cfgs, arch)
+        broken = sorted(n for n, d in new.items() if d.startswith("error"))
+        if broken:
+            ap.error(f"{len(broken)} stored configs do not render in this tree, e.g. {broken[0]}: {new[broken[0]]}")
+        with checkout(args.since) as tree:
+            old = digests(tree, cfgs, arch)
+    except (RenderFailed, subprocess.CalledProcessError) as err:
+        ap.error(f"--since {args.since}: {str(err).splitlines()[0]}")
     names = changed(old, new)
     by: dict[str, int] = {}
     for n in names:

@@ -18,8 +18,9 @@ larger one); or ``--replace``: then the fresh times replace the shipped ones whe
     gemmgen search --grid FILE --timings-only --winners-from changed.json --only-timed --results fresh
     python benchmarks/merge_timings.py results/nvidia-h100-80gb-hbm3.json fresh/nvidia-h100-80gb-hbm3.json --replace
 
-With ``--replace``, a shape whose re-timed kernels moved by more than ``--max-shift`` (geometric mean of new
-over old, either way; default 1.5) keeps its old times, named in one line: a batch timed while something else
+A shape whose re-timed kernels moved by more than ``--max-shift`` (geometric mean of new over old, either way;
+default 1.5) keeps its old times and takes no fresh time at all (kernels new to the file, cuBLAS), named in
+one line: a batch timed while something else
 ran (session 41: every kernel of one H100 shape at 1.3-5.8x, where a template change moves times by a few
 percent) would otherwise land in the dispatch. The merged file keeps the shipped file's indentation.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 
 
@@ -60,16 +62,35 @@ def drift(shipped: dict, fresh: dict, controls: set[str]) -> tuple[float, int]:
 
 
 def scaled(fresh: dict, factor: float) -> None:
-    """Every time of ``fresh``'s kernels divided by ``factor`` (in place)."""
+    """Every time of ``fresh`` (its kernels' and cuBLAS's) divided by ``factor`` (in place)."""
     for k in fresh["timings"]["kernels"].values():
         k["ms"] = {s: ms / factor for s, ms in k["ms"].items()}
+    for precision, times in fresh["timings"].get("cublas", {}).items():
+        fresh["timings"]["cublas"][precision] = {s: ms / factor for s, ms in times.items()}
 
 
-def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = False,
-          keep: frozenset = frozenset()) -> dict[str, int]:
+def without(fresh: dict, shapes: set[str]) -> None:
+    """``fresh`` with no time of ``shapes`` left (in place): a disturbed shape joins the file in no way."""
+    for k in fresh["timings"]["kernels"].values():
+        k["ms"] = {s: ms for s, ms in k["ms"].items() if s not in shapes}
+    for times in fresh["timings"].get("cublas", {}).values():
+        for s in shapes & set(times):
+            del times[s]
+
+
+def bad_time(results: dict) -> str | None:
+    """A line naming the first kernel time of ``results`` that is not a positive finite number, or None."""
+    for name, k in results["timings"]["kernels"].items():
+        for s, ms in k["ms"].items():
+            if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not 0 < ms < math.inf:
+                return f"{name} on {s}: time {ms!r} (want a positive number of ms)"
+    return None
+
+
+def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = False) -> dict[str, int]:
     """Add fresh's timed kernels that shipped lacks to shipped (in place); with ``add_shapes`` the shapes
-    of kernels it has that it lacks, with ``replace`` fresh's times of the shapes both time except those in
-    ``keep``; kernel name -> how many shapes were added or replaced."""
+    of kernels it has that it lacks, with ``replace`` fresh's times of the shapes both time; kernel name
+    -> how many shapes were added or replaced."""
     have, added = shipped["timings"]["kernels"], {}
     for name, k in fresh["timings"]["kernels"].items():
         if name not in have:
@@ -77,7 +98,7 @@ def merge(shipped: dict, fresh: dict, add_shapes: bool = False, replace: bool = 
                 have[name], added[name] = k, len(k["ms"])
             continue
         new = {s: ms for s, ms in k["ms"].items()
-               if (add_shapes and s not in have[name]["ms"]) or (replace and s in have[name]["ms"] and s not in keep)}
+               if (add_shapes and s not in have[name]["ms"]) or (replace and s in have[name]["ms"])}
         if new:
             have[name]["ms"].update(new)
             if replace and "resident" in k:
@@ -112,8 +133,16 @@ def main(argv=None) -> int:
     try:
         texts = [open(p).read() for p in (args.shipped, args.fresh)]
         shipped, fresh = (json.loads(t) for t in texts)
-    except (OSError, ValueError) as e:
+        for path, data in ((args.shipped, shipped), (args.fresh, fresh)):
+            if not isinstance(data, dict) or not all(isinstance(k, dict) and isinstance(k.get("ms"), dict)
+                                                     for k in data["timings"]["kernels"].values()):
+                raise ValueError(f"{path}: not a results file (want timings.kernels of name -> {{config, ms}})")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         print(f"merge_timings: {e}", file=sys.stderr)
+        return 2
+    bad = bad_time(fresh)
+    if bad:
+        print(f"merge_timings: {args.fresh}: {bad}", file=sys.stderr)
         return 2
     if shipped.get("device", {}).get("name") != fresh.get("device", {}).get("name"):
         print(f"merge_timings: {args.fresh} holds another GPU's results ({fresh.get('device', {}).get('name')!r})",
@@ -122,7 +151,7 @@ def main(argv=None) -> int:
     if args.controls:
         try:
             controls = {line.strip() for line in open(args.controls) if line.strip()}
-        except OSError as e:
+        except (OSError, ValueError) as e:
             print(f"merge_timings: {e}", file=sys.stderr)
             return 2
         factor, pairs = drift(shipped, fresh, controls)
@@ -132,16 +161,20 @@ def main(argv=None) -> int:
             return 2
         scaled(fresh, factor)
         print(f"drift {factor:.4f} over {pairs} control pairs: fresh times divided by it")
-    keep = shifted(shipped, fresh, args.max_shift) if args.replace else {}
+    keep = shifted(shipped, fresh, args.max_shift) if args.replace or args.add_shapes else {}
     for s, r in sorted(keep.items()):
         print(f"kept the old times of {s}: its kernels re-timed {r:.2f}x their old times (over --max-shift "
               f"{args.max_shift:g}; time it again)", file=sys.stderr)
-    added = merge(shipped, fresh, args.add_shapes, args.replace, frozenset(keep))
+    without(fresh, set(keep))
+    added = merge(shipped, fresh, args.add_shapes, args.replace)
     second = texts[0].split("\n", 2)[1] if texts[0].count("\n") >= 2 else ""
     indent = len(second) - len(second.lstrip(" ")) or 2       # the shipped file's own indentation
-    with open(args.out or args.shipped, "w") as fh:
+    target = args.out or args.shipped
+    part = target + ".part"          # written aside, then renamed: an interrupted write leaves the old file whole
+    with open(part, "w") as fh:
         json.dump(shipped, fh, indent=indent)
         fh.write("\n")
+    os.replace(part, target)
     what = "added to or replaced in" if args.replace else "added to"
     print(f"{what} {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
     return 0

@@ -34,6 +34,35 @@ def test_the_pairs_to_retime_are_the_changed_kernels_ragged_shallow_ones_and_con
     cand, controls, shapes = mod.retime_files(_results(), {"a"}, ragged=False, max_k=None, controls=0)
     assert cand["timings"]["kernels"]["a"]["ms"] == _results()["timings"]["kernels"]["a"]["ms"] and controls == []
     assert mod.changed({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == {"b", "c"}
+    assert mod.changed({"a": "error: X", "b": "error: Y"}, {"a": "error: X", "b": "5"}) == {"a", "b"}
+
+
+STUB = {"gemmgen/__init__.py": "", "gemmgen/kernel/__init__.py": "", "gemmgen/codegen/__init__.py": "",
+        "gemmgen/kernel/config.py": "class KernelConfig:\n    @staticmethod\n    def from_dict(d):\n        return d\n",
+        "gemmgen/codegen/render.py": ("class S:\n    code = 'stub'\n"
+                                      "def render_validated(c, arch):\n"
+                                      "    if c.get('bad'):\n        raise ValueError('no such tile')\n"
+                                      "    return S()\n")}
+
+
+def test_each_tree_renders_with_its_own_gemmgen(tmp_path):
+    """A tree whose gemmgen renders every config as 'stub' gives that digest, not the installed gemmgen's;
+    a config it refuses is an error digest naming why; the checkout renders real hex digests."""
+    import hashlib
+
+    mod = load("changed_kernels")
+    for rel, text in STUB.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    got = mod.digests(tmp_path, {"a": {"x": 1}, "b": {"bad": 1}})
+    assert got == {"a": hashlib.sha256(b"stub").hexdigest(), "b": "error: ValueError: no such tile"}
+    shipped = mod.configs(json.loads(SHIPPED.read_text()))
+    few = dict(list(shipped.items())[:3])
+    real = mod.digests(ROOT, few)
+    assert set(real) == set(few) and all(len(d) == 64 and not d.startswith("error") for d in real.values())
+    (tmp_path / "gemmgen/codegen/render.py").write_text("raise ImportError('too old')\n")
+    with pytest.raises(mod.RenderFailed, match="too old"):
+        mod.digests(tmp_path, few)
 
 
 def test_a_change_found_by_rendering_both_trees_writes_the_retime_files(tmp_path, monkeypatch, capsys):
@@ -56,8 +85,18 @@ def test_a_change_found_by_rendering_both_trees_writes_the_retime_files(tmp_path
     assert json.loads((tmp_path / "grid.json").read_text())["shapes"] == sorted(cand[name]["ms"])
 
 
+def test_a_config_this_tree_cannot_render_stops_the_run_in_one_line(monkeypatch, capsys):
+    mod = load("changed_kernels")
+    monkeypatch.setattr(mod, "digests", lambda tree, cfgs, arch="sm_90": {n: "error: ValueError: bad tile" for n in cfgs})
+    with pytest.raises(SystemExit) as err:
+        mod.main([str(SHIPPED), "--since", "HEAD"])
+    out = capsys.readouterr().err
+    assert err.value.code == 2 and "do not render in this tree" in out and "bad tile" in out
+
+
 @pytest.mark.parametrize("argv, says", [
     ([str(SHIPPED), "--since", "no-such-rev"], "no-such-rev"),
+    ([str(SHIPPED), "--since", "HEAD", "--controls", "-1"], "--controls -1"),
     (["nope.json", "--since", "HEAD"], "nope.json"),
 ])
 def test_bad_input_is_one_line(argv, says, capsys):

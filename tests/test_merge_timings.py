@@ -134,3 +134,49 @@ def test_controls_that_time_nothing_in_common_are_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "controls.txt" in err and shipped.read_text() == before
     assert _module().main([str(shipped), str(fresh), "--replace", "--controls", str(tmp_path / "none.txt")]) == 2
     assert "none.txt" in capsys.readouterr().err and shipped.read_text() == before
+
+
+def test_the_drift_comes_off_before_the_shift_check_and_a_kept_shape_takes_no_fresh_time(tmp_path, capsys):
+    """Everything re-timed 1.6x slower, the control too (a slower machine): nothing is over --max-shift once
+    the drift is off. Without controls every shape is kept, and the kernel new to the file and the new
+    cuBLAS time of a kept shape stay out too."""
+    old = {"k": {"config": {}, "ms": {"1x1x1/NN": 1.0}}, "c": {"config": {}, "ms": {"1x1x1/NN": 2.0}}}
+    new = {"k": {"config": {}, "ms": {"1x1x1/NN": 1.6}}, "c": {"config": {}, "ms": {"1x1x1/NN": 3.2}},
+           "n": {"config": {}, "ms": {"1x1x1/NN": 9.0, "5x5x5/NN": 5.0}}}
+    (tmp_path / "controls.txt").write_text("c\n")
+    shipped, fresh = _file(tmp_path / "a.json", old), _file(tmp_path / "b.json", new)
+    assert _module().main([str(shipped), str(fresh), "--replace", "--controls", str(tmp_path / "controls.txt")]) == 0
+    assert "kept" not in capsys.readouterr().err
+    ks = json.loads(shipped.read_text())["timings"]["kernels"]
+    assert ks["k"]["ms"] == pytest.approx({"1x1x1/NN": 1.0}) and ks["n"]["ms"] == pytest.approx({"1x1x1/NN": 5.625, "5x5x5/NN": 3.125})
+    data = json.loads(fresh.read_text())
+    data["timings"]["cublas"] = {"fp32": {"1x1x1/NN": 0.5}}
+    fresh.write_text(json.dumps(data))
+    shipped = _file(tmp_path / "a.json", old)
+    assert _module().main([str(shipped), str(fresh), "--replace"]) == 0
+    assert "kept the old times of 1x1x1/NN" in capsys.readouterr().err
+    merged = json.loads(shipped.read_text())["timings"]
+    assert merged["kernels"]["k"]["ms"] == {"1x1x1/NN": 1.0} and merged["kernels"]["n"]["ms"] == {"5x5x5/NN": 5.0}
+    assert merged["cublas"] == {"fp32": {}} and [p.name for p in tmp_path.iterdir() if p.suffix == ".part"] == []
+
+
+@pytest.mark.parametrize("time", [0, -1.0, "1.0", float("inf")])
+def test_a_fresh_time_that_is_not_a_positive_number_is_one_line(time, tmp_path, capsys):
+    shipped = _file(tmp_path / "a.json", {"k": {"config": {}, "ms": {"1x1x1/NN": 1.0}}})
+    before = shipped.read_text()
+    fresh = tmp_path / "b.json"
+    fresh.write_text(json.dumps({"schema": 1, "device": {"name": "GPU X"}, "entries": {},
+                                 "timings": {"kernels": {"k": {"config": {}, "ms": {"1x1x1/NN": time}}}}}))
+    assert _module().main([str(shipped), str(fresh), "--replace"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "k on 1x1x1/NN" in err and shipped.read_text() == before
+
+
+def test_a_fresh_file_of_another_shape_is_one_line(tmp_path, capsys):
+    shipped = _file(tmp_path / "a.json", {})
+    fresh = tmp_path / "b.json"
+    for text in ("[1, 2]", json.dumps({"timings": {"kernels": {"k": {"ms": [1]}}}})):
+        fresh.write_text(text)
+        assert _module().main([str(shipped), str(fresh)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
