@@ -89,10 +89,12 @@ def changed(old: dict[str, str], new: dict[str, str]) -> set[str]:
 
 def to_time(k: dict, ragged: bool, max_k: int | None) -> dict[str, float]:
     """The pairs of one stored kernel to re-time: its shapes, ragged K only and K <= max_k where asked."""
+    from gemmgen.base.shape import Shape
+
     bk = k["config"]["BK"]
 
     def keep(key: str) -> bool:
-        K = int(key.split("/")[0].split("x")[2])
+        K = Shape.parse(key).K
         return (not ragged or K % bk != 0) and (max_k is None or K <= max_k)
     return {s: ms for s, ms in k["ms"].items() if keep(s)}
 

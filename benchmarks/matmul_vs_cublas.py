@@ -237,11 +237,11 @@ def main(argv=None) -> int:
     print(f"{built} planned kernels compiled in {time.time() - t:.1f} s ({args.jobs} processes)", file=sys.stderr)
     rows = []
 
+    from gemmgen.base.files import write_atomic
+
     def save(more: list) -> None:   # after every row: a run cut short (a device's time limit) keeps what it measured
-        if args.json:                # written aside, then renamed: a kill mid-write leaves the last whole file
-            part = Path(args.json + ".part")
-            part.write_text(json.dumps({"device": spec.to_dict(), "rows": rows + more}, indent=1))
-            part.replace(args.json)
+        if args.json:
+            write_atomic(Path(args.json), {"device": spec.to_dict(), "rows": rows + more}, indent=1)
 
     for seed, shapes in groups:
         mine = []

@@ -36,28 +36,37 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
+from pathlib import Path
+from typing import Iterator
+
+from gemmgen.base.files import write_atomic
+
+
+def log_ratios(shipped: dict, fresh: dict) -> Iterator[tuple[str, str, float]]:
+    """(kernel, shape, log of fresh over shipped time) of every pair both files time (shipped times above 0;
+    fresh ones are checked by :func:`bad_time`)."""
+    have = shipped["timings"]["kernels"]
+    for name, k in fresh["timings"]["kernels"].items():
+        old = have.get(name, {}).get("ms", {})
+        for s, ms in k["ms"].items():
+            if old.get(s, 0) > 0:
+                yield name, s, math.log(ms / old[s])
 
 
 def shifted(shipped: dict, fresh: dict, max_shift: float) -> dict[str, float]:
     """Shape -> geometric mean of new/old time over the kernels both files time there, for the shapes where it
     lies outside [1/max_shift, max_shift] (none with max_shift 0)."""
-    have, logs = shipped["timings"]["kernels"], {}
-    for name, k in fresh["timings"]["kernels"].items():
-        old = have.get(name, {}).get("ms", {})
-        for s, ms in k["ms"].items():
-            if s in old and ms > 0 and old[s] > 0:
-                logs.setdefault(s, []).append(math.log(ms / old[s]))
+    logs: dict[str, list[float]] = {}
+    for _, s, x in log_ratios(shipped, fresh):
+        logs.setdefault(s, []).append(x)
     means = {s: math.exp(sum(v) / len(v)) for s, v in logs.items()}
     return {s: r for s, r in means.items() if max_shift and not 1 / max_shift <= r <= max_shift}
 
 
 def drift(shipped: dict, fresh: dict, controls: set[str]) -> tuple[float, int]:
     """(geometric mean of fresh/shipped time over the controls' pairs both files time, how many pairs)."""
-    have = shipped["timings"]["kernels"]
-    logs = [math.log(ms / have[n]["ms"][s]) for n in controls if n in have and n in fresh["timings"]["kernels"]
-            for s, ms in fresh["timings"]["kernels"][n]["ms"].items() if ms > 0 and have[n]["ms"].get(s, 0) > 0]
+    logs = [x for name, _, x in log_ratios(shipped, fresh) if name in controls]
     return (math.exp(sum(logs) / len(logs)) if logs else 1.0), len(logs)
 
 
@@ -169,12 +178,7 @@ def main(argv=None) -> int:
     added = merge(shipped, fresh, args.add_shapes, args.replace)
     second = texts[0].split("\n", 2)[1] if texts[0].count("\n") >= 2 else ""
     indent = len(second) - len(second.lstrip(" ")) or 2       # the shipped file's own indentation
-    target = args.out or args.shipped
-    part = target + ".part"          # written aside, then renamed: an interrupted write leaves the old file whole
-    with open(part, "w") as fh:
-        json.dump(shipped, fh, indent=indent)
-        fh.write("\n")
-    os.replace(part, target)
+    write_atomic(Path(args.out or args.shipped), shipped, indent)   # an interrupted write leaves the old file whole
     what = "added to or replaced in" if args.replace else "added to"
     print(f"{what} {len(added)} kernels" + "".join(f"\n  {n} ({count} shapes)" for n, count in added.items()))
     return 0

@@ -54,12 +54,10 @@ def main(argv=None) -> int:
 
     owners = knob_owners(ap, knobs)
 
-    from gemmgen.records.entry import ResultsError
-
     def library(path: Path) -> KernelLibrary:
         try:
             found = load_file(path)
-        except (ResultsError, ValueError) as err:   # another GPU's name, not a results file: one line
+        except ValueError as err:   # ResultsError: another GPU's name, another schema, not a results file
             ap.error(str(err).splitlines()[0])
         return KernelLibrary(known(found.name), found.entries, timings=found.timings)
 

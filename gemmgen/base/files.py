@@ -35,8 +35,9 @@ def locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temp file in the same folder, fsync it and os.replace it over ``path``.
+def write_atomic(path: Path, data: Any, indent: int = 2) -> None:
+    """Write JSON (``indent`` spaces a level) to a temp file in the same folder, fsync it and os.replace it
+    over ``path``.
 
     A crash at any point leaves either the old file or the new one, never a mix.
 
@@ -46,7 +47,7 @@ def write_atomic(path: Path, data: Any) -> None:
     {'a': 1}
     """
     def dump(handle: IO) -> None:
-        json.dump(data, handle, indent=2)
+        json.dump(data, handle, indent=indent)
         handle.write("\n")
     _replace(path, dump, "w")
 
