@@ -156,13 +156,17 @@ def _allocations() -> int:
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
 def test_each_layout_allocates_only_its_output(layout):
-    """Transposed views are read in place: one allocation per call, C's (the fallback kernels and the
-    shipped winners split no K through a workspace)."""
+    """Transposed views are read in place: one allocation per call, C's, and the split-K workspace where
+    the planned kernel reduces through one (its plan says so)."""
+    from gemmgen.torch.launch import plan_for
+
     a, b = operand(512, 256, layout[0] == "T", 13).detach(), operand(256, 384, layout[1] == "T", 14).detach()
     gt.matmul(a, b)   # picks and loads the kernel
+    plan = plan_for(a, b, None, None)
+    assert (plan.M, plan.N, plan.K) == (512, 384, 256)
     before = _allocations()
     gt.matmul(a, b)
-    assert _allocations() - before == 1
+    assert _allocations() - before == 1 + (plan.workspace > 0)
 
 
 def test_backward_allocates_only_the_gradients():
