@@ -54,7 +54,8 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     from gemmgen.measure import launch as launch_module
 
     cfg = preset("v6").replace(split_k=3, reduce="workspace")
-    kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False, waits=False)
+    kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False, waits=False,
+                                   fused=False, device=0, sm_count=132)
     plain = []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     ln = launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200)
@@ -78,7 +79,7 @@ def _waiting_launch(monkeypatch, cfg):
     from gemmgen.measure import launch as launch_module
 
     kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=22 if cfg.split_atomic else 0, _reduce=0,
-                                   dependent=False, waits=True)
+                                   dependent=False, waits=True, fused=cfg.split_flags, device=0, sm_count=132)
     plain, early = [], []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     monkeypatch.setattr(launch_module, "Dependent", lambda grid, block, smem: lambda fn, stream, argv: early.append(fn))
@@ -134,3 +135,30 @@ def test_a_call_with_copies_says_its_kernel_runs_behind_them(monkeypatch):
     call(0x1000, 0x9000, 0x20000, 1.0, 0.0, types.SimpleNamespace(ptr=77))
     assert copied == [(0x9000, 0x50000, 77)]
     assert launched == [((64, 32, 16, 16, 16, 32), (0x1000, 0x50000, 0x20000, 1.0, 0.0, 77, 0x50000 + 4 * 32 * 16, True))]
+
+
+def test_a_split_flags_kernel_in_one_wave_runs_alone(monkeypatch):
+    """An atomic split of the warp-specialized kernels whose blocks fit one wave gets its stream's split
+    flags in W and no scale kernel (launched plainly: the kernel ahead is someone else's); where no flags
+    are to be had (a graph capture) or its blocks take more waves, the scale kernel runs first and the
+    main kernel starts behind it, W null."""
+    from gemmgen.kernel.presets import preset
+    from gemmgen.measure import launch as launch_module
+
+    cfg = preset("tf32x3-ws").replace(BN=64, WN=64, stages=6, split_k=4)   # 300 x 200: 3 x 4 tiles, 48 blocks
+    asked = []
+    monkeypatch.setattr(launch_module, "flags_for", lambda dev, stream, count: asked.append((dev, stream, count)) or 0x9000)
+    ln, plain, early = _waiting_launch(monkeypatch, cfg)
+    assert ln.flag_words == 12
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
+    assert plain == [11] and early == [] and ln.main.params.W == 0x9000 and asked == [(0, 7, 12)]
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)   # behind matmul's copies: it may start early
+    assert plain == [11] and early == [11]
+
+    monkeypatch.setattr(launch_module, "flags_for", lambda dev, stream, count: 0)
+    ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
+    assert plain == [11, 22] and early == [11, 11] and not ln.main.params.W
+
+    wide = cfg.replace(split_k=16)   # 12 x 16 blocks: more than 132 at once
+    ln, plain, early = _waiting_launch(monkeypatch, wide)
+    assert ln.flag_words == 0 and not wide.split_one_launch(300, 200, 132)

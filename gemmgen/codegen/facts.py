@@ -210,6 +210,9 @@ def launch_lines(c: KernelConfig) -> list[str]:
              + (" (needs cudaFuncAttributeMaxDynamicSharedMemorySize)" if c.smem_bytes > 48 * 1024 else "")]
     if c.split_atomic:
         lines.insert(0, f"first {c.name}_scale<<<ceil(M*N/256), 256>>>(M, N, beta, C, ldc)")
+        if c.split_flags:
+            lines.insert(1, "  with W = nullptr; or this kernel alone, W = gridDim.x zeroed words of split flags "
+                            "(zero again after it)")
     elif c.split_workspace:
         lines.append(f"W: workspace of {c.split_k}*M*N floats; then "
                      f"{c.name}_reduce<<<ceil(M*N/256), 256>>>(M, N, alpha, beta, C, ldc, W)")

@@ -16,6 +16,8 @@ True
 """
 from __future__ import annotations
 
+import math
+
 import dataclasses
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -218,6 +220,15 @@ class KernelConfig(SharedMemory):
     def split_atomic(self) -> bool:
         """Split-K slices meet by atomicAdd into C, which a ``<name>_scale`` kernel pre-scales by beta."""
         return self.split_k > 1 and self.reduce == "atomic"
+
+    @property
+    def split_flags(self) -> bool:
+        """An atomic split that can clear C itself (warp-specialized kernels): see measure.splitflags."""
+        return self.split_atomic and self.tma and not self.persistent
+
+    def split_one_launch(self, M: int, N: int, sm_count: int) -> bool:
+        """A split_flags kernel whose blocks fit the GPU at once (min_blocks an SM): no scale kernel."""
+        return self.split_flags and math.prod(self.tiles(M, N)) * self.split_k <= sm_count * self.min_blocks
 
     @property
     def split_workspace(self) -> bool:

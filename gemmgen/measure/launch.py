@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..build.nvrtc import Binary
 from ..kernel.config import KernelConfig
 from .pdl import Dependent, supported
+from .splitflags import flags_for, words
 from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
@@ -89,6 +90,11 @@ class LoadedKernel:
         self._workspace = config.split_workspace
         self._main = self.main.ptr
         self._scale = self.functions[f"{config.name}_scale"].ptr if config.split_atomic else 0
+        # an atomic split of the warp-specialized kernels given split flags runs alone, slice 0 clearing C
+        # (.splitflags); a planted source (``planted``) may not
+        self.fused = config.split_flags and not planted
+        self.device = cupy.cuda.runtime.getDevice()
+        self.sm_count = cupy.cuda.Device(self.device).attributes["MultiProcessorCount"]
         self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
         self._maps = {}
         self._local = threading.local()
@@ -197,7 +203,7 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after")
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after", "flag_words")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
@@ -210,6 +216,7 @@ class Launch:
         self.egrid = ((M * N + 255) // 256, 1, 1)   # the scale and reduce kernels: one thread an element
         self.fn, self.fn_scale, self.fn_reduce = kernel._main, kernel._scale, kernel._reduce
         self.scale = self.reduce = None
+        self.flag_words = words(self.grid[0]) if kernel.fused and c.split_one_launch(M, N, kernel.sm_count) else 0
         if c.split_atomic:
             self.scale = ParamBuffer(_SCALE)
             q = self.scale.params
@@ -231,18 +238,22 @@ class Launch:
         ``behind``: the kernel just enqueued on the stream wrote A or B (matmul's copies), so a kernel that
         waits for it in the kernel may start early."""
         launch = launch_kernel
-        if self.scale is not None:
-            q = self.scale.params
-            q.beta, q.C = beta, C
-            launch(self.fn_scale, *self.egrid, 256, 1, 1, 0, stream, self.scale.argv_ptr, 0)
         p = self.main.params
+        scaled = False
+        if self.scale is not None:   # atomic split-K: one launch with split flags, else the scale kernel first
+            p.W = flags_for(self.kernel.device, stream, self.flag_words) if self.flag_words else 0
+            if not p.W:
+                q = self.scale.params
+                q.beta, q.C = beta, C
+                launch(self.fn_scale, *self.egrid, 256, 1, 1, 0, stream, self.scale.argv_ptr, 0)
+                scaled = True
         if self.tma and self._last != (A, B):
             p.tmA, p.tmB = self.kernel.tensor_maps(A, self.lda, B, self.ldb, self.M, self.N, self.K)
             self._last = (A, B)
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
         if self.reduce is not None:   # the slices' partials go to the workspace
             p.W = workspace
-        early = self.main_after is not None and ((behind and AFTER_COPIES) or (self.scale is not None and AFTER_SCALE))
+        early = self.main_after is not None and ((behind and AFTER_COPIES) or (scaled and AFTER_SCALE))
         if early:
             try:
                 self.main_after(self.fn, stream, self.main.argv_ptr)
