@@ -58,3 +58,38 @@ def test_a_capturing_stream_gets_none_and_nothing_is_allocated(cuda):
 
 def test_words_count_one_per_tile():
     assert splitflags.words(264) == 264 * splitflags.WORDS_PER_TILE
+
+
+def test_the_per_thread_default_stream_gets_a_buffer_per_thread(cuda):
+    """cudaStreamPerThread (handle 2) is a different stream in each thread: buffers must not be shared."""
+    import threading
+
+    got, alive = [], threading.Barrier(3)
+
+    def work():
+        got.append(splitflags.flags_for(0, splitflags.PER_THREAD, 10))
+        alive.wait()   # all three threads live at once (an exited thread's id may be reused)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == 3
+    assert splitflags.flags_for(0, 7, 10) == splitflags.flags_for(0, 7, 10)   # other handles: one per stream
+
+
+def test_only_staged_warp_specialized_atomic_splits_clear_c_themselves():
+    """split_flags: the staged epilogue's consumer barrier orders every consumer's clear of C before any
+    consumer's adds; an unstaged one (256x128 tiles over 2 stages) has none, nor do other families."""
+    from gemmgen.kernel.presets import preset
+
+    ws = preset("tf32x3-ws").replace(label="")
+    assert ws.replace(BN=64, WN=64, stages=6, split_k=4).split_flags
+    assert ws.replace(BN=24, WN=24, stages=6, split_k=4, swap=True).split_flags
+    assert not ws.replace(BM=256, BN=128, WN=128, stages=2, split_k=2).split_flags          # unstaged
+    assert not ws.replace(BN=64, WN=64, stages=6, split_k=4, reduce="workspace").split_flags
+    assert not ws.replace(stages=2, persistent=16).split_flags
+    assert not preset("v6").replace(split_k=4, reduce="atomic").split_flags
+    c = ws.replace(BN=64, WN=64, stages=6, split_k=4)                                       # 128x64 tiles
+    assert c.split_one_launch(300, 200, 132) and not c.replace(split_k=16).split_one_launch(300, 200, 132)

@@ -12,7 +12,10 @@ scale kernel, as before: what :class:`.launch.Launch` does where this module has
 where the blocks take more than one wave (``config.split_one_launch``).
 
 Flags belong to a stream (kernels on one stream run one after another; two streams at once would share
-words): one zeroed buffer per (device, stream), allocated on first use and grown, never freed. A stream
+words): one zeroed buffer per (device, stream), allocated on first use and grown, never freed (a stream
+made and dropped per call leaves 16 KB each time; a stream handle reused while the destroyed stream's work
+still runs would share its words). The per-thread default stream is one handle for a stream of each
+thread: its buffers are per thread. A stream
 being captured into a CUDA graph gets none (the graph keeps the two launches, and replaying it never
 touches a buffer that eager work uses): one cudaStreamIsCapturing per such launch.
 
@@ -29,7 +32,8 @@ import threading
 WORDS_PER_TILE = 1           # one word per tile of C (templates/common.cuh.j2: blockIdx.x)
 _MIN_WORDS = 1 << 12         # 16 KB: 4096 tiles, more than a one-wave launch has
 
-_flags: dict[tuple[int, int], tuple[int, int]] = {}   # (device, stream) -> (pointer, words)
+PER_THREAD = 2               # cudaStreamPerThread: one handle, a stream of each thread's own
+_flags: dict[tuple[int, int, int], tuple[int, int]] = {}   # (device, stream, thread or 0) -> (pointer, words)
 _lock = threading.Lock()
 _runtime = None                                        # cupy.cuda.runtime, imported on first use
 
@@ -48,16 +52,17 @@ def flags_for(device: int, stream: int, count: int) -> int:
         from cupy.cuda import runtime as _runtime
     if _runtime.streamIsCapturing(stream):
         return 0
-    found = _flags.get((device, stream))
+    key = (device, stream, threading.get_ident() if stream == PER_THREAD else 0)
+    found = _flags.get(key)
     if found is not None and found[1] >= count:
         return found[0]
     with _lock:
-        found = _flags.get((device, stream))
+        found = _flags.get(key)
         if found is not None and found[1] >= count:
             return found[0]
         size = max(_MIN_WORDS, 1 << (count - 1).bit_length())
         # a buffer outgrown stays allocated: kernels queued on the stream may still use it
         ptr = _runtime.malloc(4 * size)
         _runtime.memsetAsync(ptr, 0, 4 * size, stream)   # ordered before every kernel queued after it
-        _flags[(device, stream)] = (ptr, size)
+        _flags[key] = (ptr, size)
         return ptr

@@ -51,7 +51,7 @@ from ..records.timings import KernelTimes
 from .counts import aligned_for, counts, empty_slices, latency_bound, latency_steps, log_distance, rounds_steps
 from .nnls import nonnegative_least_squares
 
-LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's reduce or scale kernel: none for split_flags)
+LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale or reduce kernel)
 WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)

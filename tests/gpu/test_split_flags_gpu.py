@@ -69,7 +69,7 @@ def _flags_zero(stream_ptr: int) -> bool:
     import cupy as cp
 
     dev = cp.cuda.runtime.getDevice()
-    ptr, words = splitflags._flags[(dev, stream_ptr)]
+    ptr, words = splitflags._flags[(dev, stream_ptr, 0)]
     mem = cp.cuda.UnownedMemory(ptr, 4 * words, None)
     view = cp.ndarray((words,), cp.uint32, cp.cuda.MemoryPointer(mem, 0))
     cp.cuda.runtime.deviceSynchronize()
@@ -94,7 +94,7 @@ def test_one_launch_matches_float64_and_leaves_the_flags_zero(session, name, sha
     assert _run(session, cfg, M, N, K) <= 1e-5
     if one:
         stream = cp.cuda.get_current_stream().ptr
-        assert (cp.cuda.runtime.getDevice(), stream) in splitflags._flags
+        assert (cp.cuda.runtime.getDevice(), stream, 0) in splitflags._flags
         assert _flags_zero(stream)
 
 
@@ -128,7 +128,7 @@ def test_two_streams_get_flags_of_their_own(hopper):
     cp.cuda.runtime.deviceSynchronize()
     assert max(errors) <= 1e-5
     dev = cp.cuda.runtime.getDevice()
-    ptrs = {splitflags._flags[(dev, s.ptr)][0] for s in streams}
+    ptrs = {splitflags._flags[(dev, s.ptr, 0)][0] for s in streams}
     assert len(ptrs) == 2 and all(_flags_zero(s.ptr) for s in streams)
 
 
@@ -142,13 +142,15 @@ def test_without_flags_the_scale_kernel_runs_first(hopper, monkeypatch):
 
 
 def test_other_atomic_kernels_keep_the_scale_kernel(session):
-    """Kernels whose slices all add from the start (SIMT, mma.sync, the plain wgmma kernel) take no
-    flags: the scale kernel runs first."""
+    """Kernels whose slices all add from the start (SIMT, mma.sync, the plain wgmma kernel, a
+    warp-specialized one with an unstaged epilogue) take no flags: the scale kernel runs first."""
     cfgs = [preset("v6").replace(split_k=4, reduce="atomic", label="")]
     if session.spec.cc >= (8, 0):
         cfgs.append(preset("tf32x3", session.spec.arch).replace(split_k=4, reduce="atomic", label=""))
     if session.spec.cc == (9, 0):
         cfgs.append(preset("tf32x3-wgmma").replace(split_k=4, reduce="atomic", label=""))
+        # a warp-specialized kernel whose epilogue does not stage C: nothing orders its consumers' clears
+        cfgs.append(preset("tf32x3-ws").replace(BM=256, BN=128, WN=128, stages=2, split_k=2, label=""))
     for cfg in cfgs:
         kernel = session.kernel(cfg)
         assert not cfg.split_flags and not kernel.fused
@@ -172,7 +174,7 @@ def test_a_captured_graph_replays_the_two_launch_path(hopper):
     with stream:
         kernel.launch(ops, stream)   # eager first: the stream has flags of its own now
         stream.synchronize()
-        assert (cp.cuda.runtime.getDevice(), stream.ptr) in splitflags._flags
+        assert (cp.cuda.runtime.getDevice(), stream.ptr, 0) in splitflags._flags
         C.fill(0)
         stream.begin_capture()
         kernel.launch(ops, stream)   # captured: the scale kernel and the main one, W null
