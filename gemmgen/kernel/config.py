@@ -2,9 +2,8 @@
 
 A config is a frozen value. Its :attr:`KernelConfig.name` is the one procedural name used as the
 CUDA symbol, the compile-cache key and the results key, so two configs with the same name are the
-same kernel. What code and templates would otherwise branch on (layout letters, the
-split-K reduction, shared-memory tile shapes, the kernels one GEMM launches) are properties, so
-every stage asks the config once.
+same kernel. What code and templates would otherwise branch on (layout letters, the split-K
+reduction, shared-memory tile shapes, the kernels one GEMM launches) are properties.
 
 >>> cfg = KernelConfig(BM=128, BN=128, BK=8, WM=64, WN=32, TM=8, TN=4)
 >>> cfg.threads
