@@ -3,16 +3,18 @@ file rendered by the tree at ``--since REV`` and by this tree, compared source b
 
     python benchmarks/changed_kernels.py results/nvidia-h100-80gb-hbm3.json --since ffc01d8^
     python benchmarks/changed_kernels.py results/nvidia-h200.json --since ffc01d8^ --ragged --max-k 512 \\
-        --controls 16 --out retime/                      # retime/cand.json, controls.txt, grid.json
-    gemmgen search --grid retime/grid.json --family tf32x3 --timings-only --winners-from retime/cand.json \\
+        --controls 16 --out retime/          # retime/nvidia-h200.json (candidates), controls.txt, grid.json
+    gemmgen search --grid retime/grid.json --family tf32x3 --timings-only --winners-from retime/nvidia-h200.json \\
         --only-timed --results fresh
     python benchmarks/merge_timings.py results/nvidia-h200.json fresh/nvidia-h200.json --replace \\
         --controls retime/controls.txt
 
 The old tree is checked out with ``git worktree`` into a temporary folder and renders in a subprocess of its
 own (its gemmgen on the path); templates, facts and rules of REV all count. ``--out`` writes a candidates file
-(the changed kernels' timings, only the pairs to re-time: with ``--ragged`` those of K not a multiple of the
-kernel's BK, with ``--max-k`` those of K at most that), ``--controls N`` unchanged kernels of the same families
+named as the results file (search's ``--winners-from`` takes only that name: the changed kernels' timings, only
+the pairs to re-time: with ``--ragged`` those of K not a multiple of the kernel's BK, with ``--max-k`` those of
+K at most that, with ``--max-ms`` those stored at most that many ms, with ``--one-launch`` those where an
+atomic split runs without its scale kernel, session 42), ``--controls N`` unchanged kernels of the same families
 timed on those shapes (a drift control for merge_timings.py), and a grid of the shapes (session 41: 466 of the
 1811 kernels of the H100's file changed with the ragged last stage; 6637 of their pairs re-timed in 270 s). A
 config the old tree cannot render counts as changed; one this tree cannot render stops the run.
@@ -87,26 +89,34 @@ def changed(old: dict[str, str], new: dict[str, str]) -> set[str]:
     return {n for n in new if old.get(n) != new[n] or new[n].startswith("error") or old[n].startswith("error")}
 
 
-def to_time(k: dict, ragged: bool, max_k: int | None) -> dict[str, float]:
-    """The pairs of one stored kernel to re-time: its shapes, ragged K only and K <= max_k where asked."""
+def to_time(k: dict, ragged: bool, max_k: int | None, max_ms: float | None = None,
+            one_launch_sms: int | None = None) -> dict[str, float]:
+    """The pairs of one stored kernel to re-time: its shapes, ragged K only, K <= max_k, stored time <=
+    max_ms, and (``one_launch_sms``: the GPU's SMs) only where an atomic split runs in one launch, as asked."""
     from gemmgen.base.shape import Shape
+    from gemmgen.kernel.config import KernelConfig
 
     bk = k["config"]["BK"]
+    config = KernelConfig.from_dict(k["config"]) if one_launch_sms else None
 
-    def keep(key: str) -> bool:
-        K = Shape.parse(key).K
-        return (not ragged or K % bk != 0) and (max_k is None or K <= max_k)
-    return {s: ms for s, ms in k["ms"].items() if keep(s)}
+    def keep(key: str, ms: float) -> bool:
+        s = Shape.parse(key)
+        return ((not ragged or s.K % bk != 0) and (max_k is None or s.K <= max_k)
+                and (max_ms is None or ms <= max_ms)
+                and (config is None or config.split_one_launch(s.M, s.N, one_launch_sms)))
+    return {s: ms for s, ms in k["ms"].items() if keep(s, ms)}
 
 
 def retime_files(results: dict, names: set[str], ragged: bool, max_k: int | None, controls: int,
-                 seed: int = 41) -> tuple[dict, list[str], list[str]]:
+                 seed: int = 41, max_ms: float | None = None,
+                 one_launch: bool = False) -> tuple[dict, list[str], list[str]]:
     """(candidates file, control names, grid shapes): the changed kernels with their pairs to re-time, and
     ``controls`` unchanged kernels of the same families on the shapes among those (drawn with ``seed``)."""
     kernels = results["timings"]["kernels"]
+    sms = results.get("device", {}).get("sm_count") if one_launch else None
     cand = {}
     for n in sorted(names & set(kernels)):
-        ms = to_time(kernels[n], ragged, max_k)
+        ms = to_time(kernels[n], ragged, max_k, max_ms, sms)
         if ms:
             cand[n] = dict(kernels[n], ms=ms)
     shapes = {s for k in cand.values() for s in k["ms"]}
@@ -125,13 +135,19 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", type=Path, help="a results file (results/<gpu>.json)")
     ap.add_argument("--since", required=True, metavar="REV", help="the revision before the change (e.g. ffc01d8^)")
-    ap.add_argument("--out", type=Path, metavar="DIR", help="write cand.json, controls.txt and grid.json here")
+    ap.add_argument("--out", type=Path, metavar="DIR",
+                    help="write the candidates (named as the results file), controls.txt and grid.json here")
     ap.add_argument("--ragged", action="store_true", help="--out: only the pairs of K not a multiple of BK")
     ap.add_argument("--max-k", type=int, metavar="K", help="--out: only the pairs of K at most this")
+    ap.add_argument("--max-ms", type=float, metavar="MS", help="--out: only the pairs stored at most this many ms")
+    ap.add_argument("--one-launch", action="store_true",
+                    help="--out: only the pairs where an atomic split runs without its scale kernel")
     ap.add_argument("--controls", type=int, default=16, metavar="N", help="--out: unchanged kernels (default 16)")
     args = ap.parse_args(argv)
     if args.controls < 0 or (args.max_k is not None and args.max_k < 1):
         ap.error(f"--controls {args.controls} / --max-k {args.max_k}: give a count of 0 or more and a K of 1 or more")
+    if args.max_ms is not None and not args.max_ms > 0:
+        ap.error(f"--max-ms {args.max_ms}: give a time in ms above 0 (e.g. 0.03)")
     try:
         results = json.loads(args.results.read_text())
         cfgs = configs(results)
@@ -159,15 +175,20 @@ def main(argv=None) -> int:
     print(f"{len(names)} of {len(cfgs)} kernels render differently since {args.since}"
           + "".join(f"\n  {k}: {v}" for k, v in sorted(by.items())))
     if args.out:
-        cand, chosen, shapes = retime_files(results, names, args.ragged, args.max_k, args.controls)
+        cand, chosen, shapes = retime_files(results, names, args.ragged, args.max_k, args.controls,
+                                            max_ms=args.max_ms, one_launch=args.one_launch)
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "cand.json").write_text(json.dumps(cand))
+        (args.out / args.results.name).write_text(json.dumps(cand))
         (args.out / "controls.txt").write_text("".join(n + "\n" for n in chosen))
         (args.out / "grid.json").write_text(json.dumps({"description": [f"pairs to re-time: kernels changed since "
                                                                          f"{args.since}"], "gpus": [], "shapes": shapes}, indent=1))
         pairs = sum(len(k["ms"]) for k in cand["timings"]["kernels"].values())
         print(f"{args.out}: {len(cand['timings']['kernels']) - len(chosen)} changed kernels and {len(chosen)} controls, "
-              f"{pairs} pairs on {len(shapes)} shapes")
+              f"{pairs} pairs on {len(shapes)} shapes; then\n"
+              f"  gemmgen search --grid {args.out / 'grid.json'} --family all --timings-only "
+              f"--winners-from {args.out / args.results.name} --only-timed --results fresh\n"
+              f"  python benchmarks/merge_timings.py {args.results} fresh/{args.results.name} --replace "
+              f"--controls {args.out / 'controls.txt'}")
     return 0
 
 

@@ -33,6 +33,8 @@ def test_the_pairs_to_retime_are_the_changed_kernels_ragged_shallow_ones_and_con
     assert shapes == ["8x8x33/NN"] and cand["entries"] == {} and set(ks) == {"a", "c"}
     cand, controls, shapes = mod.retime_files(_results(), {"a"}, ragged=False, max_k=None, controls=0)
     assert cand["timings"]["kernels"]["a"]["ms"] == _results()["timings"]["kernels"]["a"]["ms"] and controls == []
+    cand, _, _ = mod.retime_files(_results(), {"a"}, ragged=False, max_k=None, controls=0, max_ms=2.0)
+    assert cand["timings"]["kernels"]["a"]["ms"] == {"8x8x33/NN": 1.0, "8x8x64/NN": 2.0}   # 3.0 ms > max_ms
     assert mod.changed({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == {"b", "c"}
     assert mod.changed({"a": "error: X", "b": "error: Y"}, {"a": "error: X", "b": "5"}) == {"a", "b"}
 
@@ -79,7 +81,8 @@ def test_a_change_found_by_rendering_both_trees_writes_the_retime_files(tmp_path
     assert mod.main([str(SHIPPED), "--since", "HEAD", "--out", str(tmp_path), "--controls", "3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("1 of ") and "1 changed kernels and 3 controls" in out
-    cand = json.loads((tmp_path / "cand.json").read_text())["timings"]["kernels"]
+    assert f"--winners-from {tmp_path / SHIPPED.name}" in out   # the next commands, with the paths
+    cand = json.loads((tmp_path / SHIPPED.name).read_text())["timings"]["kernels"]
     controls = (tmp_path / "controls.txt").read_text().split()
     assert set(cand) == {name, *controls} and cand[name]["ms"] == data["timings"]["kernels"][name]["ms"]
     assert json.loads((tmp_path / "grid.json").read_text())["shapes"] == sorted(cand[name]["ms"])
@@ -104,3 +107,14 @@ def test_bad_input_is_one_line(argv, says, capsys):
         load("changed_kernels").main(argv)
     out = capsys.readouterr().err
     assert err.value.code == 2 and says in out and "Traceback" not in out
+
+
+def test_one_launch_keeps_the_pairs_an_atomic_split_runs_without_its_scale_kernel():
+    """--one-launch: a warp-specialized atomic split's pairs whose blocks fit the GPU at once (132 SMs)."""
+    from gemmgen.kernel.presets import preset
+
+    mod = load("changed_kernels")
+    cfg = preset("tf32x3-ws").replace(BN=64, WN=64, stages=6, split_k=4, label="")   # 128x64 tiles, 4 slices
+    k = {"config": cfg.to_dict(), "ms": {"300x200x512/NN": 0.01, "3000x2000x512/NN": 0.1}}
+    assert mod.to_time(k, False, None, one_launch_sms=132) == {"300x200x512/NN": 0.01}
+    assert mod.to_time(k, False, None) == k["ms"]
