@@ -197,9 +197,10 @@ class Launch:
     buffer is refilled right after; a Launch is used by one thread (:meth:`LoadedKernel.prepared`).
 
     The sequence follows KernelConfig.kernel_names: an atomic split-K kernel is preceded by the scale
-    kernel (C = beta * C, the slices then add alpha * A@B), a workspace one followed by the reduce
-    kernel (C = alpha * sum of the slices + beta * C). TMA kernels take the tensor maps of A and B,
-    encoded again only when the pointers change (and cached by address in the kernel).
+    kernel (C = beta * C, the slices then add alpha * A@B), unless it clears C itself in one wave of
+    blocks and its stream has split flags to give (``flag_words``, :mod:`.splitflags`); a workspace one is
+    followed by the reduce kernel (C = alpha * sum of the slices + beta * C). TMA kernels take the tensor
+    maps of A and B, encoded again only when the pointers change (and cached by address in the kernel).
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
