@@ -144,7 +144,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # the drained stages), then stores rows with consecutive lanes; where the consumers' tiles do not fit
     # in the stages, fragments go straight to C.
     g.c_ld = c.c_ld
-    g.c_stage = bool(c.persistent) or c.c_stage_floats * 4 <= c.tma_tile_bytes
+    g.c_stage = c.c_staged
     g.run_layout = c.run_layout               # swapped: the layout of C^T = op(B)^T op(A)^T
     g.a_mmajor = c.a_mmajor_stage             # A staged m-major, [BK][BM + 8], read into registers
     g.a_kshift = c.a_kshift_stage             # A staged k-major unswizzled, [BM][BK + 4], rows shifted, read into registers

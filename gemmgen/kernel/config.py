@@ -223,8 +223,7 @@ class KernelConfig(SharedMemory):
     @property
     def split_flags(self) -> bool:
         """An atomic split that clears C itself (measure.splitflags): a ws kernel that stages C (its barrier)."""
-        staged = self.swap or self.c_stage_floats * 4 <= self.tma_tile_bytes
-        return self.split_atomic and self.tma and not self.persistent and staged
+        return self.split_atomic and self.tma and not self.persistent and (self.swap or self.c_staged)
 
     def split_one_launch(self, M: int, N: int, sm_count: int) -> bool:
         """A split_flags kernel whose blocks fit the GPU at once (min_blocks an SM): no scale kernel."""

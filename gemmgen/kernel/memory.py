@@ -164,6 +164,12 @@ class SharedMemory:
         return self.consumers * (self.BN if self.swap else self.WM) * self.c_ld
 
     @property
+    def c_staged(self) -> bool:
+        """Whether a TMA kernel's epilogue stages C in shared memory: persistent, in a region of its own;
+        else where the consumers' tiles fit in the drained stages (else fragments go straight to C)."""
+        return bool(self.persistent) or self.c_stage_floats * 4 <= self.tma_tile_bytes
+
+    @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory per block, all stages. The half family's epilogue reuses it to stage
         one 16x16 fp32 tile per warp, so it is at least that."""

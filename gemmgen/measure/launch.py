@@ -94,7 +94,8 @@ class LoadedKernel:
         # (.splitflags); a planted source (``planted``) may not
         self.fused = config.split_flags and not planted
         self.device = cupy.cuda.runtime.getDevice()
-        self.sm_count = cupy.cuda.Device(self.device).attributes["MultiProcessorCount"]
+        # SMs, for the one-wave rule (cudaDevAttrMultiProcessorCount = 16): one query, and only where it counts
+        self.sm_count = cupy.cuda.runtime.deviceGetAttribute(16, self.device) if self.fused else 0
         self._reduce = self.functions[f"{config.name}_reduce"].ptr if config.split_workspace else 0
         self._maps = {}
         self._local = threading.local()

@@ -117,7 +117,7 @@ def _tile(c, d):
 
 @_tma("TMA_SWAP")
 def _swap(c, d):
-    if c.swap and not c.persistent and c.c_stage_floats * 4 > c.tma_tile_bytes:
+    if c.swap and not c.c_staged:
         return (f"swap = true stores C transposed from a staged tile ({c.c_stage_floats * 4} bytes), which must fit "
                 f"in the drained stages ({c.tma_tile_bytes} bytes): more stages, or persistent > 0")
     return None
