@@ -93,3 +93,28 @@ def test_only_staged_warp_specialized_atomic_splits_clear_c_themselves():
     assert not preset("v6").replace(split_k=4, reduce="atomic").split_flags
     c = ws.replace(BN=64, WN=64, stages=6, split_k=4)                                       # 128x64 tiles
     assert c.split_one_launch(300, 200, 132) and not c.replace(split_k=16).split_one_launch(300, 200, 132)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_rendered_one_launch_split_orders_clear_wait_and_adds_through_barriers(swap):
+    """In the rendered kernel slice 0's consumers meet at a barrier after their clear and only then does one
+    thread publish; a waiting block's one poller runs before the staging barrier that precedes every add
+    (moving the wait behind it, or the publish before the barrier, would race)."""
+    import re
+
+    from gemmgen.codegen.render import render
+    from gemmgen.kernel.presets import preset
+
+    cfg = preset("tf32x3-ws").replace(BN=24 if swap else 64, WN=24 if swap else 64, stages=6, split_k=4,
+                                      swap=swap, label="")
+    assert cfg.split_flags
+    body = render(cfg, "sm_90").code
+    body = body[body.index("if (first_slice) {"):]
+    clear, publish = body.index("*p = beta == 0.0f"), body.index("split_publish(flag)")
+    assert clear < body.index("bar.sync 1,") < publish
+    assert re.search(r"if \(cw == 0 && tid == 0\) split_publish\(flag\);", body)
+    wait = body.index("split_wait(flag)")
+    assert re.search(r"!first_slice && cw == 0 && tid == 0\) split_wait\(flag\)", body)
+    staging = body.index("bar.sync 1,", wait)
+    assert publish < wait < staging < body.index("atomicAdd(out", wait)
+    assert body.count("split_wait(flag)") == 1
