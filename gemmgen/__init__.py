@@ -17,12 +17,12 @@ from .base import (CompileFailure, Failure, Measurement, Rejected, RuntimeFailur
 from .codegen import KernelSource, emit, render
 from .kernel import ConfigError, InvalidConfig, KernelConfig, Violation, explain, preset, presets, validate
 from .records import Entry, ResultsError, load_device, record
-from .runtime import Kernel, KernelLibrary, NoTunedKernels, bench, dispatch, load, matmul
+from .runtime import Kernel, KernelLibrary, NoTunedKernels, bench, dispatch, load, matmul, tune_first_calls
 
 __all__ = [
     "__version__", "CompileFailure", "ConfigError", "Entry", "Failure", "InvalidConfig", "Kernel",
     "KernelConfig", "KernelLibrary", "KernelSource", "Measurement", "NoTunedKernels", "Rejected",
     "ResultsError", "RuntimeFailure", "Shape", "Timeout", "Violation", "WrongResult", "bench",
     "dispatch", "emit", "explain", "load", "load_device", "matmul", "preset", "presets", "record",
-    "render", "validate",
+    "render", "tune_first_calls", "validate",
 ]

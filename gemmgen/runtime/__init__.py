@@ -5,8 +5,10 @@
 - ``library``: :func:`load`, :class:`KernelLibrary` and :class:`Kernel`, one GPU's tuned kernels;
 - ``dispatch``: the rule that picks a stored entry for a shape; ``precision``: precision classes
   and the preset that serves a class when nothing stored fits;
+- ``autotune``: :func:`tune_first_calls`, opt-in first-call tuning with picks kept per GPU;
 - ``bench``: :func:`bench`, presets or configs timed against cuBLAS in isolated workers.
 """
+from .autotune import tune_first_calls
 from .bench import bench
 from .dispatch import dispatch, log_distance
 from .library import Kernel, KernelLibrary, NoTunedKernels, load
@@ -14,4 +16,4 @@ from .matmul import matmul
 from .precision import FALLBACK, PRECISIONS, fallback_config, resolve_precision
 
 __all__ = ["FALLBACK", "PRECISIONS", "Kernel", "KernelLibrary", "NoTunedKernels", "bench", "dispatch",
-           "fallback_config", "load", "log_distance", "matmul", "resolve_precision"]
+           "fallback_config", "load", "log_distance", "matmul", "resolve_precision", "tune_first_calls"]

@@ -156,12 +156,20 @@ def best(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda
     the smaller name, so the answer is stable), or None. ``rows_aligned`` overrides what the leading
     dimensions say (False for operands whose first element is not 16-byte aligned: then no kernel that
     needs aligned base pointers competes)."""
+    found = ranked(fits, M, N, K, layout, lda, ldb, ldc, rows_aligned)
+    return found[0] if found else None
+
+
+def ranked(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
+           ldb: int | None = None, ldc: int | None = None, rows_aligned: bool | None = None) -> list[tuple[float, Fitted]]:
+    """(predicted ms, candidate) of every candidate that accepts the request, least first (ties: the smaller
+    name); :func:`best` is the first. ``rows_aligned`` as there."""
     want = Shape(M, N, K, layout)
     ok = (lambda f: aligned_for(f.config, want, lda, ldb)) if rows_aligned is None else (lambda f: rows_aligned)
-    timed = [(f.predict(want, ok(f)), f.config.name, f) for f in fits
-             if f.config.accepts(M, N, K, lda, ldb, ldc, rows_aligned is not False) is None]
-    t, _, fit = min(timed, key=lambda t: t[:2]) if timed else (0.0, "", None)
-    return (t, fit) if fit is not None else None
+    timed = sorted(((f.predict(want, ok(f)), f.config.name, f) for f in fits
+                    if f.config.accepts(M, N, K, lda, ldb, ldc, rows_aligned is not False) is None),
+                   key=lambda t: t[:2])
+    return [(t, f) for t, _, f in timed]
 
 
 def choose(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,

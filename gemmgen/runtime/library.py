@@ -27,7 +27,7 @@ from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
-from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, serves
+from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, ranked, serves
 from .staging import copied_ld, stage_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
 
@@ -137,6 +137,25 @@ class KernelLibrary:
                 fits = self._fits[precision] = fit_all(self.timings.of_precision(precision), self.spec)
             self._fits[key] = candidates(fits, layout, self.spec, family, layout_factors(fits))
         return self._fits[key]
+
+    def alternatives(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int,
+                     precision: str = "fp32", family: str | None = None, aligned: bool = True, top: int = 3,
+                     per_family: int = 2) -> list[KernelConfig]:
+        """Timed kernels that run the request as it is (its layout, no copies), least predicted time
+        first: the ``top`` overall and the ``per_family`` first of each family (first-call tuning,
+        :mod:`.autotune`, times them against the plan; none is compiled here)."""
+        keep, seen = [], {}
+        for _, fit in ranked(self.candidates(precision, layout, family), M, N, K, layout, lda, ldb, ldc,
+                             None if aligned else False):
+            fam = fit.config.family
+            if len(keep) < top or seen.get(fam, 0) < per_family:
+                keep.append(fit.config)
+            seen[fam] = seen.get(fam, 0) + 1
+        return keep
+
+    def timed_config(self, name: str, precision: str, layout: str, family: str | None = None) -> KernelConfig | None:
+        """The config of a timed kernel that competes for requests of this class, layout and family, by name."""
+        return next((f.config for f in self.candidates(precision, layout, family) if f.config.name == name), None)
 
     def _pick(self, M, N, K, layout, lda, ldb, ldc, precision, family, aligned) -> Kernel:
         best = choose(self.candidates(precision, layout, family), M, N, K, layout, lda, ldb, ldc, aligned)

@@ -17,6 +17,7 @@ import contextlib
 from typing import Any, Optional
 
 from ..base.devices import require_gpu
+from . import autotune
 from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps, span_offsets
 from .calls import Prepared, kept
 from .library import library_for
@@ -115,9 +116,13 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
     rows_aligned = (a.data.ptr | b.data.ptr) % 16 == 0
     # the common case needs no device switch, which would cost a few microseconds per call
     with contextlib.nullcontext() if cupy.cuda.runtime.getDevice() == dev else cupy.cuda.Device(dev):
-        kernel, pack_a, pack_b = library_for(dev, strict).plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family,
-                                                                   rows_aligned, a.itemsize)
+        lib = library_for(dev, strict)
+        kernel, pack_a, pack_b = lib.plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned, a.itemsize)
         stream = stream or cupy.cuda.get_current_stream()
+        if a.itemsize == 4 and autotune.candidates_per_request():   # opt-in: time a few kernels, keep the fastest
+            kernel, pack_a, pack_b = autotune.tuned_plan(
+                lib, (M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned), (kernel, pack_a, pack_b),
+                autotune.runner(a, b, la, lb, M, N, K, lda, ldb, ldc, stream), stream)
         if a.itemsize != 4 and (pack_a or pack_b):
             # half inputs: aligned copies through CuPy, fresh each call (a rare route: the copies are new
             # arrays, so the request is not kept), then the kernel as a prepared request without copies
