@@ -146,13 +146,29 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     del ref
     spec = detect(cupy.cuda.Device().id)
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
-    kernel, copy_a, copy_b = gemmgen.load().plan_for(M, N, K, layout, *leading_dims(A, B, layout), N, family=family)
+    lib = gemmgen.load()
+    kernel, copy_a, copy_b = lib.plan_for(M, N, K, layout, *leading_dims(A, B, layout), N, family=family)
+    name, family_ran = kernel.config.name, kernel.config.family
+    tuned = tuned_pick(lib, M, N, K, layout, *leading_dims(A, B, layout), family)
+    if tuned is not None:   # --tune: the first call timed a few kernels and kept this one
+        name, copy_a, copy_b = tuned["kernel"], tuned.get("copy_a", False), tuned.get("copy_b", False)
+        family_ran = name.split("_")[1]
     flops = 2.0 * M * N * K
     return {"shape": f"{M}x{N}x{K}", "layout": layout, "gemmgen_tflops": flops / t_gg.median / 1e9,
             "cublas_tflops": flops / t_cb.median / 1e9, "ratio": t_cb.median / t_gg.median,
-            "gemmgen_ms": t_gg.median, "cublas_ms": t_cb.median, "kernel": kernel.config.name,
-            "family": kernel.config.family, "copies": "A" * copy_a + "B" * copy_b,
-            "err_gemmgen": err_gg, "err_cublas": err_cb}
+            "gemmgen_ms": t_gg.median, "cublas_ms": t_cb.median, "kernel": name,
+            "family": family_ran, "copies": "A" * copy_a + "B" * copy_b,
+            "err_gemmgen": err_gg, "err_cublas": err_cb, **({"tuned": tuned["us"]} if tuned else {})}
+
+
+def tuned_pick(lib, M: int, N: int, K: int, layout: str, lda: int, ldb: int, family: str | None) -> dict | None:
+    """The first-call tuning's kept pick for this request (its kernel, copies and the candidates' us), or None
+    where tuning is off (``--tune``)."""
+    from gemmgen.runtime import autotune
+
+    if not autotune.candidates_per_request():
+        return None
+    return autotune.kept(lib.spec.name).get(autotune.request_key(M, N, K, layout, lda, ldb, N, "fp32", family, True))
 
 
 def _compile(job) -> None:
@@ -219,9 +235,20 @@ def main(argv=None) -> int:
     ap.add_argument("--family", help="restrict matmul's dispatch to one family (e.g. simt)")
     ap.add_argument("--rep-ms", type=float, default=200.0, help="timing budget per shape in ms (default 200)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON (rewritten after each row)")
+    ap.add_argument("--tune", type=int, metavar="N",
+                    help="first-call tuning (gemmgen.tune_first_calls(N)): each shape's first call, untimed, times N "
+                         "kernels and each family's two best, and the rows name the pick (default: GEMMGEN_TUNE, "
+                         "else off)")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="processes compiling the planned kernels before timing (default: half the cores)")
     args = ap.parse_args(argv)
+    import gemmgen
+
+    try:
+        if args.tune is not None:
+            gemmgen.tune_first_calls(args.tune)
+    except ValueError as exc:
+        ap.error(f"--tune: {exc}")
     if args.random:
         groups = [(seed, random_shapes(args.random, seed, tuned_keys(args.shapes), args.macs)) for seed in args.seed or [0]]
     else:
