@@ -164,11 +164,11 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
 def tuned_pick(lib, M: int, N: int, K: int, layout: str, lda: int, ldb: int, family: str | None) -> dict | None:
     """The first-call tuning's kept pick for this request (its kernel, copies and the candidates' us), or None
     where tuning is off (``--tune``)."""
-    from gemmgen.runtime import autotune
+    from gemmgen.runtime import autotune, picks
 
     if not autotune.candidates_per_request():
         return None
-    return autotune.kept(lib.spec.name).get(autotune.request_key(M, N, K, layout, lda, ldb, N, "fp32", family, True))
+    return picks.kept(lib.spec.name).get(picks.request_key(M, N, K, layout, lda, ldb, N, "fp32", family, True))
 
 
 def _compile(job) -> None:

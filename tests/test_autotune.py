@@ -4,12 +4,13 @@ doubles; the alternatives the shipped H100 results offer."""
 from __future__ import annotations
 
 import json
+import warnings
 from types import SimpleNamespace
 
 import pytest
 
 from gemmgen.kernel.presets import preset
-from gemmgen.runtime import autotune
+from gemmgen.runtime import autotune, picks
 
 REQUEST = (300, 200, 100, "NN", 100, 200, 200, "fp32", None, True)
 
@@ -18,7 +19,8 @@ REQUEST = (300, 200, 100, "NN", 100, 200, 200, "fp32", None, True)
 def fresh(monkeypatch, tmp_path):
     """Each test: the switch unread, no picks in memory, the kernel cache in a folder of its own."""
     monkeypatch.setitem(autotune._state, "top", None)
-    monkeypatch.setattr(autotune, "_kept", {})
+    monkeypatch.setattr(picks, "_kept", {})
+    monkeypatch.setattr(autotune, "_resolved", autotune.weakref.WeakKeyDictionary())
     monkeypatch.setenv("GEMMGEN_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(autotune.ENV, raising=False)
     return tmp_path
@@ -30,7 +32,7 @@ def test_the_switch_takes_a_count_of_kernels(value, want, monkeypatch):
     assert autotune.candidates_per_request() == want
 
 
-@pytest.mark.parametrize("value", ["abc", -1, 17, 2.5, "3.0", "", None])
+@pytest.mark.parametrize("value", ["abc", -1, 17, 2.5, 3.0, True, "3.0", "", None])
 def test_a_bad_count_is_one_line_naming_it_and_changes_nothing(value):
     autotune.tune_first_calls(2)
     with pytest.raises(ValueError) as exc:
@@ -48,31 +50,35 @@ def test_the_environment_turns_it_on_and_a_bad_value_names_the_variable(monkeypa
     monkeypatch.setenv(autotune.ENV, "many")
     with pytest.raises(ValueError, match="GEMMGEN_TUNE='many'"):
         autotune.candidates_per_request()
+    monkeypatch.setitem(autotune._state, "top", None)
+    monkeypatch.setenv(autotune.ENV, " ")
+    assert autotune.candidates_per_request() == 0            # set but empty: off
 
 
 def test_picks_are_kept_in_a_file_per_gpu_that_a_new_process_reads_and_merges(fresh, monkeypatch):
-    autotune.remember("NVIDIA H100 80GB HBM3", "k1", {"kernel": "gg_a"})
-    path = autotune.kept_path("NVIDIA H100 80GB HBM3")
+    picks.remember("NVIDIA H100 80GB HBM3", "k1", {"kernel": "gg_a"})
+    path = picks.kept_path("NVIDIA H100 80GB HBM3")
     assert path == fresh / "cache" / "tuned" / "nvidia-h100-80gb-hbm3.json"
     assert json.loads(path.read_text())["picks"] == {"k1": {"kernel": "gg_a"}}
     # another process adds a pick; this one's next pick keeps it
     data = json.loads(path.read_text())
     data["picks"]["k0"] = {"kernel": "gg_z"}
     path.write_text(json.dumps(data))
-    autotune.remember("NVIDIA H100 80GB HBM3", "k2", {"kernel": "gg_b"})
+    picks.remember("NVIDIA H100 80GB HBM3", "k2", {"kernel": "gg_b"})
     assert set(json.loads(path.read_text())["picks"]) == {"k0", "k1", "k2"}
-    monkeypatch.setattr(autotune, "_kept", {})               # a new process
-    assert autotune.kept("NVIDIA H100 80GB HBM3")["k0"] == {"kernel": "gg_z"}
-    assert autotune.kept("NVIDIA H200") == {}                # other GPUs have files of their own
+    monkeypatch.setattr(picks, "_kept", {})               # a new process
+    assert picks.kept("NVIDIA H100 80GB HBM3")["k0"] == {"kernel": "gg_z"}
+    assert picks.kept("NVIDIA H200") == {}                # other GPUs have files of their own
     assert not list(path.parent.glob("*.tmp"))
+    assert picks.request_key(*REQUEST) == "300x200x100/NN lda=100 ldb=200 ldc=200 fp32 any aligned"
 
 
 def test_an_unreadable_file_counts_as_empty_with_one_warning(fresh):
-    path = autotune.kept_path("GPU X")
+    path = picks.kept_path("GPU X")
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     with pytest.warns(UserWarning, match="ignoring the tuned picks"):
-        assert autotune.kept("GPU X") == {}
+        assert picks.kept("GPU X") == {}
 
 
 def test_a_file_that_cannot_be_written_leaves_the_pick_in_memory(fresh, monkeypatch):
@@ -80,19 +86,21 @@ def test_a_file_that_cannot_be_written_leaves_the_pick_in_memory(fresh, monkeypa
     blocked.write_text("a file where the cache folder would be")
     monkeypatch.setenv("GEMMGEN_CACHE", str(blocked))
     with pytest.warns(UserWarning, match="not saved"):
-        autotune.remember("GPU X", "k", {"kernel": "gg_a"})
-    assert autotune.kept("GPU X")["k"] == {"kernel": "gg_a"}
+        picks.remember("GPU X", "k", {"kernel": "gg_a"})
+    assert picks.kept("GPU X")["k"] == {"kernel": "gg_a"}
 
 
 class FakeLibrary:
-    """alternatives() hands out configs; kernel() loads them (or refuses one); timed_config() knows some."""
+    """alternatives() hands out configs (its arguments recorded); kernel() loads them (or refuses one);
+    timed_config() knows the configs of one layout."""
 
-    def __init__(self, alternatives, timed=None, refuse=()):
-        self.spec = SimpleNamespace(name="GPU X")
+    def __init__(self, alternatives, timed=None, refuse=(), layout="NN"):
+        self.spec = SimpleNamespace(name="GPU X", l2_bytes=50 << 20)
         self._alternatives, self._timed, self._refuse = alternatives, timed, set(refuse)
-        self.loaded = []
+        self._layout, self.loaded, self.asked = layout, [], []
 
     def alternatives(self, *args):
+        self.asked.append(args)
         return list(self._alternatives)
 
     def kernel(self, config):
@@ -103,7 +111,7 @@ class FakeLibrary:
 
     def timed_config(self, name, precision, layout, family=None):
         timed = self._timed if self._timed is not None else self._alternatives
-        return next((c for c in timed if c.name == name), None)
+        return next((c for c in timed if c.name == name), None) if layout == self._layout else None
 
 
 def _configs(n):
@@ -112,10 +120,11 @@ def _configs(n):
 
 
 def _tune(lib, plan, ms, monkeypatch, capturing=False):
-    """tuned_plan with time_runs answering ``ms`` by kernel name; returns (pick, names timed, runs made)."""
+    """tuned_plan with time_runs answering ``ms`` by kernel name; returns (pick, settled, names timed, runs made)."""
     timed, made = [], []
 
-    def time_runs(runs, stream):
+    def time_runs(runs, stream, l2_bytes):
+        assert l2_bytes == lib.spec.l2_bytes
         timed.append([r.name for r in runs])
         return [ms[r.name] for r in runs]
 
@@ -128,18 +137,21 @@ def _tune(lib, plan, ms, monkeypatch, capturing=False):
         return run
 
     stream = SimpleNamespace(is_capturing=lambda: capturing)
-    return autotune.tuned_plan(lib, REQUEST, plan, make_run, stream), timed, made
+    (pick, settled) = autotune.tuned_plan(lib, REQUEST, plan, make_run, stream)
+    return pick, settled, timed, made
 
 
-def test_off_or_capturing_runs_the_plan_and_times_nothing(monkeypatch):
+def _new_process(monkeypatch):
+    monkeypatch.setattr(picks, "_kept", {})
+    monkeypatch.setattr(autotune, "_resolved", autotune.weakref.WeakKeyDictionary())
+
+
+def test_off_runs_the_plan_and_asks_nothing(monkeypatch):
     c = _configs(3)
     plan = (SimpleNamespace(config=c[0]), False, False)
     lib = FakeLibrary(c[1:])
-    pick, timed, made = _tune(lib, plan, {}, monkeypatch)
-    assert pick is plan and not timed and not made and not lib.loaded
-    autotune.tune_first_calls(3)
-    pick, timed, made = _tune(lib, plan, {}, monkeypatch, capturing=True)
-    assert pick is plan and not timed and not made
+    pick, settled, timed, made = _tune(lib, plan, {}, monkeypatch)
+    assert pick is plan and settled and not timed and not made and not lib.loaded and not lib.asked
 
 
 def test_the_fastest_of_the_plan_and_its_alternatives_is_kept_and_reused(monkeypatch):
@@ -148,15 +160,33 @@ def test_the_fastest_of_the_plan_and_its_alternatives_is_kept_and_reused(monkeyp
     plan = (SimpleNamespace(config=c[0]), False, False)
     lib = FakeLibrary([c[0], c[1], c[2]])                  # the plan's kernel among them: timed once
     ms = {c[0].name: 0.020, c[1].name: 0.012, c[2].name: 0.015}
-    (kernel, copy_a, copy_b), timed, made = _tune(lib, plan, ms, monkeypatch)
-    assert kernel.config.name == c[1].name and (copy_a, copy_b) == (False, False)
+    (kernel, copy_a, copy_b), settled, timed, made = _tune(lib, plan, ms, monkeypatch)
+    assert kernel.config.name == c[1].name and (copy_a, copy_b) == (False, False) and settled
     assert timed == [[c[0].name, c[1].name, c[2].name]] and len(made) == 3
-    record = autotune.kept("GPU X")[autotune.request_key(*REQUEST)]
+    assert lib.asked == [REQUEST + (3, autotune.PER_FAMILY)]   # the request as it is, the counts asked for
+    record = picks.kept("GPU X")[picks.request_key(*REQUEST)]
     assert record["kernel"] == c[1].name and record["us"][c[1].name] == 12.0
-    # the next first call of the kind (another thread, another process) times nothing
-    monkeypatch.setattr(autotune, "_kept", {})
-    (kernel, _, _), timed, made = _tune(lib, plan, ms, monkeypatch)
+    assert record["offered"] == sorted(x.name for x in c)
+    # the same process again: nothing asked, nothing timed
+    pick, _, timed, made = _tune(lib, plan, ms, monkeypatch)
+    assert pick[0].config.name == c[1].name and not timed and not made and len(lib.asked) == 1
+    # another process: from the file, nothing timed
+    _new_process(monkeypatch)
+    (kernel, _, _), _, timed, made = _tune(lib, plan, ms, monkeypatch)
     assert kernel.config.name == c[1].name and not timed and not made
+
+
+def test_a_capturing_stream_runs_the_kept_pick_or_the_plan_and_times_nothing(monkeypatch):
+    autotune.tune_first_calls(3)
+    c = _configs(3)
+    plan = (SimpleNamespace(config=c[0]), False, False)
+    lib = FakeLibrary([c[1], c[2]])
+    pick, settled, timed, made = _tune(lib, plan, {}, monkeypatch, capturing=True)
+    assert pick is plan and not settled and not timed and not made     # not settled: not to be kept prepared
+    _tune(lib, plan, {c[0].name: 0.03, c[1].name: 0.02, c[2].name: 0.01}, monkeypatch)   # an eager call tunes
+    _new_process(monkeypatch)
+    (kernel, _, _), settled, timed, _ = _tune(lib, plan, {}, monkeypatch, capturing=True)
+    assert kernel.config.name == c[2].name and settled and not timed
 
 
 def test_the_plan_with_copies_and_its_kernel_without_them_are_two_candidates(monkeypatch):
@@ -165,20 +195,61 @@ def test_the_plan_with_copies_and_its_kernel_without_them_are_two_candidates(mon
     plan = (SimpleNamespace(config=c[0]), True, False)
     lib = FakeLibrary([c[0], c[1]])
     ms = {c[0].name + "+copies": 0.010, c[0].name: 0.014, c[1].name: 0.016}
-    (kernel, copy_a, copy_b), timed, _ = _tune(lib, plan, ms, monkeypatch)
+    (kernel, copy_a, copy_b), _, timed, _ = _tune(lib, plan, ms, monkeypatch)
     assert kernel is plan[0] and (copy_a, copy_b) == (True, False) and len(timed[0]) == 3
-    monkeypatch.setattr(autotune, "_kept", {})
-    (kernel, copy_a, _), timed, _ = _tune(lib, plan, ms, monkeypatch)
+    _new_process(monkeypatch)
+    (kernel, copy_a, _), _, timed, _ = _tune(lib, plan, ms, monkeypatch)
     assert kernel is plan[0] and copy_a and not timed
 
 
-def test_a_kept_kernel_the_results_no_longer_time_is_timed_anew(monkeypatch):
+def test_a_kept_pick_in_another_layout_is_found_in_that_layout(monkeypatch):
+    """A plan that copies into another layout keeps that layout: the pick is looked up there."""
+    autotune.tune_first_calls(2)
+    c = _configs(2)
+    nt = c[1].replace(layout="NT")
+    lib = FakeLibrary([c[0], c[1]], timed=[nt], layout="NT")
+    key = picks.request_key(*REQUEST)
+    picks.remember("GPU X", key, {"kernel": nt.name, "layout": "NT", "copy_b": True,
+                                  "offered": sorted([c[0].name, c[1].name])})
+    (kernel, copy_a, copy_b), _, timed, _ = _tune(lib, (SimpleNamespace(config=c[0]), False, False), {}, monkeypatch)
+    assert kernel.config is nt and (copy_a, copy_b) == (False, True) and not timed
+
+
+@pytest.mark.parametrize("record", [{"kernel": "gg_gone", "layout": "NN"}, {"kernel": 5}, "not a record",
+                                    {"layout": "NN"}])
+def test_a_kept_pick_that_is_gone_stale_or_malformed_is_timed_anew(record, monkeypatch):
     autotune.tune_first_calls(2)
     c = _configs(3)
     plan = (SimpleNamespace(config=c[0]), False, False)
-    autotune.remember("GPU X", autotune.request_key(*REQUEST), {"kernel": "gg_gone", "layout": "NN"})
+    if isinstance(record, dict):
+        record = {**record, "offered": sorted([c[1].name, c[2].name])}
+    picks.remember("GPU X", picks.request_key(*REQUEST), record)
     lib = FakeLibrary([c[1], c[2]])
-    (kernel, _, _), timed, _ = _tune(lib, plan, {c[0].name: 0.03, c[1].name: 0.02, c[2].name: 0.01}, monkeypatch)
+    (kernel, _, _), _, timed, _ = _tune(lib, plan, {c[0].name: 0.03, c[1].name: 0.02, c[2].name: 0.01}, monkeypatch)
+    assert kernel.config.name == c[2].name and len(timed) == 1
+
+
+def test_new_candidates_make_a_kept_pick_stale(monkeypatch):
+    """Results that offer other kernels (a new search) time the kind again."""
+    autotune.tune_first_calls(2)
+    c = _configs(3)
+    plan = (SimpleNamespace(config=c[0]), False, False)
+    ms = {c[0].name: 0.03, c[1].name: 0.02, c[2].name: 0.01}
+    _tune(FakeLibrary([c[1]]), plan, ms, monkeypatch)
+    _new_process(monkeypatch)
+    (kernel, _, _), _, timed, _ = _tune(FakeLibrary([c[1], c[2]]), plan, ms, monkeypatch)
+    assert kernel.config.name == c[2].name and len(timed) == 1
+
+
+def test_a_kept_kernel_that_no_longer_builds_is_timed_anew(monkeypatch):
+    autotune.tune_first_calls(2)
+    c = _configs(3)
+    plan = (SimpleNamespace(config=c[0]), False, False)
+    ms = {c[0].name: 0.03, c[1].name: 0.01, c[2].name: 0.02}
+    _tune(FakeLibrary([c[1], c[2]]), plan, ms, monkeypatch)
+    _new_process(monkeypatch)
+    with pytest.warns(UserWarning, match="left out"):
+        (kernel, _, _), _, timed, _ = _tune(FakeLibrary([c[1], c[2]], refuse=[c[1].name]), plan, ms, monkeypatch)
     assert kernel.config.name == c[2].name and len(timed) == 1
 
 
@@ -188,16 +259,48 @@ def test_a_candidate_that_does_not_build_is_left_out_with_one_warning(monkeypatc
     plan = (SimpleNamespace(config=c[0]), False, False)
     lib = FakeLibrary([c[1], c[2]], refuse=[c[1].name])
     with pytest.warns(UserWarning, match=f"left out {c[1].name} \\(RuntimeError: compile failed\\)"):
-        (kernel, _, _), timed, _ = _tune(lib, plan, {c[0].name: 0.03, c[2].name: 0.01}, monkeypatch)
+        (kernel, _, _), _, timed, _ = _tune(lib, plan, {c[0].name: 0.03, c[2].name: 0.01}, monkeypatch)
     assert kernel.config.name == c[2].name and timed == [[c[0].name, c[2].name]]
 
 
-def test_nothing_to_compare_keeps_the_plan_untimed(monkeypatch):
+@pytest.mark.parametrize("offered", [[0], [1]])
+def test_nothing_to_compare_runs_the_plan_untimed_and_keeps_nothing(offered, monkeypatch):
+    """Only the plan's kernel offered, or every other one failing to build: the plan, untimed, not kept."""
     autotune.tune_first_calls(3)
-    c = _configs(1)
+    c = _configs(2)
     plan = (SimpleNamespace(config=c[0]), False, False)
-    pick, timed, _ = _tune(FakeLibrary([c[0]]), plan, {}, monkeypatch)
-    assert pick is plan and not timed and not autotune.kept("GPU X")
+    lib = FakeLibrary([c[i] for i in offered], refuse=[c[1].name])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pick, settled, timed, _ = _tune(lib, plan, {}, monkeypatch)
+    assert pick is plan and settled and not timed and not picks.kept("GPU X")
+
+
+def test_one_thread_times_a_kind_while_the_others_wait_for_its_pick(monkeypatch):
+    import threading
+
+    autotune.tune_first_calls(2)
+    c = _configs(3)
+    plan = (SimpleNamespace(config=c[0]), False, False)
+    lib = FakeLibrary([c[1], c[2]])
+    gate, calls = threading.Event(), []
+
+    def time_runs(runs, stream, l2_bytes):
+        calls.append(1)
+        gate.wait(5)
+        return [0.03, 0.01, 0.02]
+
+    monkeypatch.setattr(autotune, "time_runs", time_runs)
+    stream = SimpleNamespace(is_capturing=lambda: False)
+    got = []
+    run = lambda: got.append(autotune.tuned_plan(lib, REQUEST, plan, lambda *p: (lambda: None), stream)[0])
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(10)
+    assert len(calls) == 1 and len(got) == 4 and all(p[0].config.name == c[1].name for p in got)
 
 
 @pytest.fixture(scope="module")
@@ -231,3 +334,26 @@ def test_the_alternatives_start_with_the_dispatch_pick_and_hold_each_family(shap
     assert all(c.accepts(M, N, K, lda, ldb, N, True) is None and c.layout == layout for c in got)
     assert lib.timed_config(got[-1].name, "fp32", layout) == got[-1]
     assert lib.timed_config("gg_no_such_kernel", "fp32", layout) is None
+
+
+def test_the_offline_score_never_beats_the_best_timed_and_refuses_bad_input(h100, capsys):
+    """benchmarks/tune_offline.py on six rows of session 41's H100 oracle: tuning's choice is one of the row's
+    timed kernels (never faster than the best, never slower than the slowest candidate timed)."""
+    from pathlib import Path
+
+    from tests.scripts import load
+
+    mod = load("tune_offline")
+    oracle = Path(__file__).resolve().parents[1] / "docs" / "bench" / "h100-launch-oracle-s41-20261127.json"
+    rows = json.loads(oracle.read_text())["rows"][:6]
+    got = mod.score(h100, rows, [3], 0.05, 4)
+    assert len(got["pick"]) + got["skipped"] == 6 and len(got[3]) == 4 * len(got["pick"])
+    for i, best in enumerate(got["best"]):
+        for ratio, cands in got[3][4 * i:4 * i + 4]:
+            assert ratio <= best + 1e-12 and cands >= 1
+    with pytest.raises(SystemExit) as exc:
+        mod.main([str(oracle), "--gpu", "h100", "--top", "0"])
+    assert exc.value.code == 2 and "--top takes 1..16" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        mod.main([str(oracle), "--gpu", "nosuchgpu"])
+    assert exc.value.code == 2 and "Traceback" not in capsys.readouterr().err

@@ -224,11 +224,11 @@ def test_matmul_vs_cublas_writes_its_rows_after_each_one(tmp_path, monkeypatch):
 
 def test_matmul_vs_cublas_tune_sets_first_call_tuning_and_rows_name_the_pick(monkeypatch, capsys, tmp_path):
     """--tune N turns first-call tuning on (a bad N is one line, exit 2); a row names the kept pick."""
-    from gemmgen.runtime import autotune
+    from gemmgen.runtime import autotune, picks
 
     mvc = load("matmul_vs_cublas")
     monkeypatch.setitem(autotune._state, "top", None)
-    monkeypatch.setattr(autotune, "_kept", {})
+    monkeypatch.setattr(picks, "_kept", {})
     monkeypatch.setenv("GEMMGEN_CACHE", str(tmp_path))
     with pytest.raises(SystemExit) as exc:
         mvc.main(["--tune", "99", "--shape", "64x64x64"])
@@ -237,6 +237,6 @@ def test_matmul_vs_cublas_tune_sets_first_call_tuning_and_rows_name_the_pick(mon
     assert mvc.tuned_pick(lib, 64, 48, 32, "NN", 32, 48, None) is None       # off: no pick to name
     autotune.tune_first_calls(2)
     assert mvc.tuned_pick(lib, 64, 48, 32, "NN", 32, 48, None) is None       # on, nothing kept yet
-    key = autotune.request_key(64, 48, 32, "NN", 32, 48, 48, "fp32", None, True)
-    autotune.remember("GPU X", key, {"kernel": "gg_simt_nn_x", "us": {"gg_simt_nn_x": 5.0}})
+    key = picks.request_key(64, 48, 32, "NN", 32, 48, 48, "fp32", None, True)
+    picks.remember("GPU X", key, {"kernel": "gg_simt_nn_x", "us": {"gg_simt_nn_x": 5.0}})
     assert mvc.tuned_pick(lib, 64, 48, 32, "NN", 32, 48, None)["kernel"] == "gg_simt_nn_x"

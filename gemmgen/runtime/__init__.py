@@ -5,7 +5,7 @@
 - ``library``: :func:`load`, :class:`KernelLibrary` and :class:`Kernel`, one GPU's tuned kernels;
 - ``dispatch``: the rule that picks a stored entry for a shape; ``precision``: precision classes
   and the preset that serves a class when nothing stored fits;
-- ``autotune``: :func:`tune_first_calls`, opt-in first-call tuning with picks kept per GPU;
+- ``autotune``: :func:`tune_first_calls`, opt-in first-call tuning; ``picks``: its picks, kept per GPU;
 - ``bench``: :func:`bench`, presets or configs timed against cuBLAS in isolated workers.
 """
 from .autotune import tune_first_calls

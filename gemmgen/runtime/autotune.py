@@ -3,184 +3,152 @@
 Off by default: ``gemmgen.matmul`` runs the kernel the dispatch predicts fastest (:mod:`.dispatch`), which
 needs no GPU time. With ``gemmgen.tune_first_calls(3)`` (or ``GEMMGEN_TUNE=3`` in the environment) the
 first call of a request kind (shape, layout, leading dimensions, alignment, precision, family) on a GPU
-times, besides that plan, the kernels that run the request as it is with the least predicted times: the
-``candidates`` first of them and the two first of each family (a far SIMT prediction can be 1.4x off:
-docs/PERFORMANCE.md, session 41). Each runs once to load (compiling where the kernel cache lacks it), then
-ROUNDS times interleaved with the others into a scratch C, timed with CUDA events; the least median wins.
-On session 41's launch-sized oracles this recovers most of what the predictions lose against the best
-timed kernel (1.216 -> 1.234x cuBLAS on the H100's rows, 1.203 -> 1.215x on the H200's, offline).
+times the dispatch's plan and the kernels that run the request as it is with the least predicted times
+(:meth:`.library.KernelLibrary.alternatives`: the first ``candidates`` of them, the plan's kernel usually
+among them, and the first two of each family: a far SIMT prediction can be 1.4x off, docs/PERFORMANCE.md,
+session 41). They are timed as the stored timings were (:func:`gemmgen.measure.timing.bench_interleaved`:
+interleaved, the L2 flushed before each run, CUDA events) into a scratch C, and the least median wins.
 
-The winner is kept for the process and written to ``<kernel cache>/tuned/<gpu>.json`` (the cache folder
-is $GEMMGEN_CACHE, else $XDG_CACHE_HOME/gemmgen), which later processes read, so a kind is timed once per
-GPU model. A kept kernel that the shipped results no longer time is timed anew. A call on a stream being
-captured into a CUDA graph is never timed (it runs the predicted plan). The first call waits for the GPU
-(it synchronizes the stream); later calls of the kind are as without tuning.
-
->>> from gemmgen.runtime import autotune
->>> autotune.request_key(100, 200, 300, "NT", 300, 300, 200, "fp32", None, True)
-'100x200x300/NT lda=300 ldb=300 ldc=200 fp32 any aligned'
+The pick is kept for the process and in the GPU's file (:mod:`.picks`), which later processes read, so a
+kind is timed once per GPU model; a pick is timed anew where the candidates it was chosen from changed
+(new results) or its kernel no longer builds. A call on a stream being captured into a CUDA graph times
+nothing: it runs the kept pick, else the dispatch's plan, and its prepared request is not kept, so the
+next eager call of the kind tunes. The first call of a kind synchronizes its stream and may compile a
+few kernels (1-8 s each where the kernel cache lacks them); later calls are as without tuning. Turning
+tuning on or off changes kinds not yet prepared on a thread (:func:`.calls.forget` drops the prepared).
 """
 from __future__ import annotations
 
-import json
 import os
-import statistics
 import threading
 import warnings
-from pathlib import Path
-from typing import Callable, Sequence
+import weakref
+from typing import Callable
 
-from ..base.paths import cache_dir
-from ..records.store import slug
+from .picks import kept, remember, request_key
 
 ENV = "GEMMGEN_TUNE"
 MAX_CANDIDATES = 16
-ROUNDS = 5
 PER_FAMILY = 2
+WARMUP_MS, REP_MS = 2.0, 10.0   # bench_interleaved's budget for one kind's candidates (at least 5 rounds)
 
-_state: dict = {"top": None}             # None: read ENV on first use
-_kept: dict[str, dict[str, dict]] = {}    # GPU name -> request key -> record
-_LOCK = threading.RLock()
+_state: dict = {"top": None}                                   # None: read ENV on first use
+_resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # library -> request key -> plan
+_key_locks: dict[tuple, threading.Lock] = {}
+_LOCK = threading.Lock()
 
 
 def tune_first_calls(candidates: int = 3) -> None:
-    """Time ``candidates`` kernels (and the two best predicted of each family) against the predicted plan
-    on the first call of each request kind, and keep the fastest; 0 turns it off. ValueError (one line)
-    for anything but an integer 0..MAX_CANDIDATES."""
+    """Time the ``candidates`` kernels of least predicted time (and each family's first two) on the first
+    call of each request kind, and keep the fastest; 0 turns it off. ValueError (one line) for anything
+    but an integer 0..MAX_CANDIDATES."""
     _state["top"] = _count(candidates, "candidates")
 
 
 def candidates_per_request() -> int:
-    """How many kernels first calls time besides the plan (0: tuning is off); GEMMGEN_TUNE unless set."""
+    """The ``candidates`` first calls time (0: tuning is off): as set, else GEMMGEN_TUNE (unset or empty: 0)."""
     if _state["top"] is None:
-        _state["top"] = _count(os.environ.get(ENV, "0"), ENV)
+        _state["top"] = _count(os.environ.get(ENV, "").strip() or "0", ENV)
     return _state["top"]
 
 
 def _count(value, what: str) -> int:
-    try:
-        n = int(value)
-        ok = str(value).strip().lstrip("+").isdigit() if isinstance(value, str) else n == value
-    except (TypeError, ValueError):
-        ok = False
-    if not ok or not 0 <= n <= MAX_CANDIDATES:
+    if isinstance(value, str):
+        text = value.strip()
+        n = int(text) if text.isdigit() else -1
+    else:
+        n = value if isinstance(value, int) and not isinstance(value, bool) else -1
+    if not 0 <= n <= MAX_CANDIDATES:
         raise ValueError(f"{what}={value!r}: a number of kernels to time per request kind, 0 (off) to "
                          f"{MAX_CANDIDATES}")
     return n
 
 
-def request_key(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, precision: str,
-                family: str | None, aligned: bool) -> str:
-    """The text that names a request kind in the kept file (see the module's example)."""
-    return (f"{M}x{N}x{K}/{layout} lda={lda} ldb={ldb} ldc={ldc} {precision} {family or 'any'} "
-            f"{'aligned' if aligned else 'unaligned'}")
+def time_runs(runs: list[Callable[[], None]], stream, l2_bytes: int) -> list[float]:
+    """Median ms of each run, timed as the stored timings are: interleaved on ``stream`` (a CuPy stream),
+    the L2 flushed before each run (the flushes also keep the GPU ahead of the host's launches)."""
+    from ..measure.timing import L2Flusher, bench_interleaved
 
-
-def kept_path(gpu: str) -> Path:
-    """The file of one GPU model's kept picks."""
-    return cache_dir() / "tuned" / f"{slug(gpu)}.json"
-
-
-def kept(gpu: str) -> dict[str, dict]:
-    """One GPU's kept picks, read from its file once per process (an unreadable file counts as empty,
-    with one warning: it is rewritten at the next pick)."""
-    with _LOCK:
-        if gpu not in _kept:
-            _kept[gpu] = _read(kept_path(gpu))
-        return _kept[gpu]
-
-
-def _read(path: Path) -> dict[str, dict]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-        picks = data["picks"]
-        if not isinstance(picks, dict):
-            raise ValueError("picks is not an object")
-        return picks
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        warnings.warn(f"gemmgen: ignoring the tuned picks in {path} ({type(exc).__name__}: {exc})", stacklevel=4)
-        return {}
-
-
-def remember(gpu: str, key: str, record: dict) -> None:
-    """Keep a pick for the process and in the GPU's file (merged with what other processes wrote since,
-    replaced atomically; a file that cannot be written leaves the pick in memory, with one warning)."""
-    with _LOCK:
-        picks = kept(gpu)
-        picks[key] = record
-        path = kept_path(gpu)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            merged = {**(_read(path) if path.exists() else {}), **picks}
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps({"gpu": gpu, "picks": merged}, indent=1, sort_keys=True))
-            os.replace(tmp, path)
-        except OSError as exc:
-            warnings.warn(f"gemmgen: tuned pick not saved to {path} ({exc})", stacklevel=4)
-
-
-def time_runs(runs: Sequence[Callable[[], None]], stream, rounds: int = ROUNDS) -> list[float]:
-    """Median ms of each run over ``rounds`` rounds, the runs interleaved on ``stream`` (a CuPy stream);
-    waits for the stream."""
-    import cupy
-
-    events = [[(cupy.cuda.Event(), cupy.cuda.Event()) for _ in runs] for _ in range(rounds)]
-    for row in events:
-        for run, (start, end) in zip(runs, row):
-            start.record(stream)
-            run()
-            end.record(stream)
-    stream.synchronize()
-    return [statistics.median(cupy.cuda.get_elapsed_time(*row[i]) for row in events) for i in range(len(runs))]
-
-
-def choose(plans: Sequence[tuple], runs: Sequence[Callable[[], None]], stream) -> tuple[int, list[float]]:
-    """(index of the fastest plan, median ms of each) where ``runs[i]`` enqueues plan i."""
-    ms = time_runs(runs, stream)
-    return min(range(len(plans)), key=lambda i: (ms[i], i)), ms
+    with stream:   # bench_interleaved times on the current stream
+        flush = L2Flusher(l2_bytes)
+        return [t.median for t in bench_interleaved(runs, flush, WARMUP_MS, REP_MS)]
 
 
 def tuned_plan(lib, request: tuple, plan: tuple, make_run: Callable[[object, bool, bool], Callable[[], None]],
-               stream) -> tuple:
-    """(kernel, copy A, copy B) to run a request under first-call tuning: ``plan`` (the dispatch's) where
-    tuning is off or the stream is capturing; the kept pick of the request's kind; else the fastest of
-    the plan and :meth:`KernelLibrary.alternatives`, timed now. ``request``: :func:`request_key`'s
-    arguments; ``make_run(kernel, copy_a, copy_b)``: a function that enqueues that plan on ``stream``
-    into a scratch C."""
+               stream) -> tuple[tuple, bool]:
+    """((kernel, copy A, copy B), settled) for a request: the dispatch's ``plan`` where tuning is off; the
+    pick of its kind (kept in this process or the GPU's file); else the fastest of the plan and the
+    alternatives, timed now. ``settled`` is False only where a capturing stream kept the call from timing
+    (the caller should not keep the request prepared). ``request``: :func:`.picks.request_key`'s
+    arguments; ``make_run(kernel, copy_a, copy_b)``: a function enqueuing that plan on ``stream`` into a
+    scratch C."""
     top = candidates_per_request()
-    if not top or stream.is_capturing():
-        return plan
-    M, N, K, layout, lda, ldb, ldc, precision, family, aligned = request
-    gpu, key = lib.spec.name, request_key(*request)
+    if not top:
+        return plan, True
+    key = request_key(*request)
+    done = _resolved.setdefault(lib, {})
+    if key in done:
+        return done[key], True
+    with _lock_of(lib.spec.name, key):   # one thread times a kind; the others wait for its pick
+        if key in done:
+            return done[key], True
+        found, offered = _from_file(lib, request, key, plan, top)
+        if found is None and stream.is_capturing():
+            return plan, False
+        done[key] = found if found is not None else _timed(lib, key, plan, offered, make_run, stream)
+        return done[key], True
+
+
+def _lock_of(gpu: str, key: str) -> threading.Lock:
     with _LOCK:
-        record = kept(gpu).get(key)
-        if record is not None:
-            found = _kept_plan(lib, record, plan, precision, family)
-            if found is not None:
-                return found
-        todo = {(plan[0].config.name, plan[1], plan[2]): (plan[0].config, plan[1], plan[2], plan[0])}
-        for config in lib.alternatives(M, N, K, layout, lda, ldb, ldc, precision, family, aligned, top, PER_FAMILY):
-            todo.setdefault((config.name, False, False), (config, False, False, None))
-        if len(todo) == 1:
-            return plan
-        ready, runs = [], []
-        for config, copy_a, copy_b, kernel in todo.values():
-            try:
-                kernel = kernel or lib.kernel(config)
-                run = make_run(kernel, copy_a, copy_b)
-                run()   # loads it; a launch the driver refuses is left out here
-                runs.append(run)
-                ready.append((kernel, copy_a, copy_b))
-            except Exception as exc:   # a candidate that does not build or launch here is left out
-                warnings.warn(f"gemmgen: first-call tuning left out {config.name} ({type(exc).__name__}: "
-                              f"{(str(exc).splitlines() or [''])[0]})", stacklevel=4)
-        i, ms = choose(ready, runs, stream)
-        kernel, copy_a, copy_b = ready[i]
-        remember(gpu, key, {"kernel": kernel.config.name, "layout": kernel.config.layout, "copy_a": copy_a,
-                            "copy_b": copy_b, "us": {_label(p): round(t * 1e3, 2) for p, t in zip(ready, ms)}})
-        return ready[i]
+        return _key_locks.setdefault((gpu, key), threading.Lock())
+
+
+def _from_file(lib, request: tuple, key: str, plan: tuple, top: int) -> tuple[tuple | None, list]:
+    """(the kept pick as a plan, or None where there is none or it is stale; the alternatives offered now)."""
+    M, N, K, layout, lda, ldb, ldc, precision, family, aligned = request
+    offered = lib.alternatives(M, N, K, layout, lda, ldb, ldc, precision, family, aligned, top, PER_FAMILY)
+    record = kept(lib.spec.name).get(key)
+    if not isinstance(record, dict) or record.get("offered") != sorted(c.name for c in offered):
+        return None, offered
+    try:
+        name, copies = record["kernel"], (bool(record.get("copy_a")), bool(record.get("copy_b")))
+        if name == plan[0].config.name:
+            return (plan[0], *copies), offered
+        config = lib.timed_config(name, precision, record.get("layout", layout), family)
+        return (None if config is None else (lib.kernel(config), *copies)), offered
+    except Exception:   # a malformed record, or a kept kernel that no longer builds: time the kind anew
+        return None, offered
+
+
+def _timed(lib, key: str, plan: tuple, offered: list, make_run, stream) -> tuple:
+    """The fastest of the plan and the offered kernels (run as the request is), kept; the plan alone where
+    nothing else builds (not kept: nothing was compared)."""
+    ready, runs = [plan], [make_run(*plan)]   # the plan must run: a failure here is the call's own
+    seen = {(plan[0].config.name, plan[1], plan[2])}
+    for config in offered:
+        if (config.name, False, False) in seen:
+            continue
+        seen.add((config.name, False, False))
+        try:
+            kernel = lib.kernel(config)
+            run = make_run(kernel, False, False)
+            run()   # loads it: a launch the driver refuses is left out here
+        except Exception as exc:
+            warnings.warn(f"gemmgen: first-call tuning left out {config.name} ({type(exc).__name__}: "
+                          f"{(str(exc).splitlines() or [''])[0]})", stacklevel=5)
+            continue
+        ready.append((kernel, False, False))
+        runs.append(run)
+    if len(ready) < 2:
+        return plan
+    ms = time_runs(runs, stream, lib.spec.l2_bytes)
+    i = min(range(len(ready)), key=lambda j: (ms[j], j))
+    kernel, copy_a, copy_b = ready[i]
+    remember(lib.spec.name, key, {"kernel": kernel.config.name, "layout": kernel.config.layout, "copy_a": copy_a,
+                                  "copy_b": copy_b, "offered": sorted(c.name for c in offered),
+                                  "us": {_label(p): round(t * 1e3, 2) for p, t in zip(ready, ms)}})
+    return ready[i]
 
 
 def _label(plan: tuple) -> str:
@@ -189,21 +157,10 @@ def _label(plan: tuple) -> str:
     return kernel.config.name + (f" (copies {copies})" if copies else "")
 
 
-def _kept_plan(lib, record: dict, plan: tuple, precision: str, family: str | None) -> tuple | None:
-    """The kept pick as (kernel, copy A, copy B), or None where the library no longer times its kernel."""
-    try:
-        name, copies = record["kernel"], (bool(record.get("copy_a")), bool(record.get("copy_b")))
-        if name == plan[0].config.name:
-            return (plan[0], *copies)
-        config = lib.timed_config(name, precision, record.get("layout", plan[0].config.layout), family)
-    except (KeyError, TypeError, AttributeError):
-        return None
-    return None if config is None else (lib.kernel(config), *copies)
-
-
 def runner(a, b, la: str, lb: str, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, stream):
     """``make_run`` for :func:`tuned_plan`: a plan prepared as matmul prepares it (:class:`.calls.Prepared`),
-    run on the request's A and B (only read) into a scratch C of the request's leading dimension."""
+    run on the request's A and B (only read) into a scratch C of the request's leading dimension (allocated
+    with the first plan prepared: a kept pick times nothing)."""
     import cupy
 
     from .arrays import span_offsets
@@ -211,12 +168,12 @@ def runner(a, b, la: str, lb: str, M: int, N: int, K: int, lda: int, ldb: int, l
     from .transpose import stored_shape
 
     a_stored, b_stored, spans = stored_shape(a, la), stored_shape(b, lb), (span_offsets(a), span_offsets(b))
-    scratch = []   # allocated with the first plan prepared (a kept pick times nothing)
+    scratch = []
 
     def make_run(kernel, copy_a: bool, copy_b: bool) -> Callable[[], None]:
         if not scratch:
             with stream:
-                scratch.append(cupy.empty((M, ldc), dtype=cupy.float32))
+                scratch.append(cupy.empty((M - 1) * ldc + N, dtype=cupy.float32))
         call = Prepared(kernel, M, N, K, la + lb, lda, ldb, ldc, copy_a, copy_b, a_stored, b_stored, spans, None)
         c = scratch[0].data.ptr
         return lambda: call(a.data.ptr, b.data.ptr, c, 1.0, 0.0, stream)

@@ -119,8 +119,9 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
         lib = library_for(dev, strict)
         kernel, pack_a, pack_b = lib.plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned, a.itemsize)
         stream = stream or cupy.cuda.get_current_stream()
+        settled = True
         if a.itemsize == 4 and autotune.candidates_per_request():   # opt-in: time a few kernels, keep the fastest
-            kernel, pack_a, pack_b = autotune.tuned_plan(
+            (kernel, pack_a, pack_b), settled = autotune.tuned_plan(
                 lib, (M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned), (kernel, pack_a, pack_b),
                 autotune.runner(a, b, la, lb, M, N, K, lda, ldb, ldc, stream), stream)
         if a.itemsize != 4 and (pack_a or pack_b):
@@ -135,7 +136,7 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
                         stored_shape(b, lb), (span_offsets(a), span_offsets(b)),
                         None if out is None else span_offsets(c))
         call(a.data.ptr, b.data.ptr, c.data.ptr, float(alpha), float(beta), stream)
-    if key is not None and a is A and b is B:
+    if key is not None and a is A and b is B and settled:   # not settled: a capture kept tuning from timing
         kept()[key] = call
     return out if out is not None else c
 
