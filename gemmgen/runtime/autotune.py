@@ -6,16 +6,23 @@ first call of a request kind (shape, layout, leading dimensions, alignment, prec
 times the dispatch's plan and the kernels that run the request as it is with the least predicted times
 (:meth:`.library.KernelLibrary.alternatives`: the first ``candidates`` of them, the plan's kernel usually
 among them, and the first two of each family: a far SIMT prediction can be 1.4x off, docs/PERFORMANCE.md,
-session 41). They are timed as the stored timings were (:func:`gemmgen.measure.timing.bench_interleaved`:
-interleaved, the L2 flushed before each run, CUDA events) into a scratch C, and the least median wins.
+session 41). The plan runs first (a failure is the call's own); the others compile (a candidate that does
+not build is left out, with one warning), then run into a scratch C, timed as the stored timings were
+(:func:`gemmgen.measure.timing.bench_interleaved`: interleaved, the L2 flushed before each run, CUDA
+events; three estimate rounds, one or more warm-up rounds and at least five timed ones: a millisecond or
+two for launch-sized kinds, seconds for the largest). The least median wins if it beats the plan by MARGIN.
+One kind's candidates run at a time on a GPU (other threads' own work still shares it); a timing that
+fails (out of memory for the scratch C or the flush buffer) leaves the plan, with one warning.
 
 The pick is kept for the process and in the GPU's file (:mod:`.picks`), which later processes read, so a
-kind is timed once per GPU model; a pick is timed anew where the candidates it was chosen from changed
-(new results) or its kernel no longer builds. A call on a stream being captured into a CUDA graph times
-nothing: it runs the kept pick, else the dispatch's plan, and its prepared request is not kept, so the
-next eager call of the kind tunes. The first call of a kind synchronizes its stream and may compile a
-few kernels (1-8 s each where the kernel cache lacks them); later calls are as without tuning. Turning
-tuning on or off changes kinds not yet prepared on a thread (:func:`.calls.forget` drops the prepared).
+kind is timed once per GPU model; it is timed anew where the plan or the kernels offered beside it changed
+(new results, another N) or its kernel no longer builds. A call on a stream being captured into a CUDA
+graph times nothing: it runs the kept pick, else the dispatch's plan, and its prepared request is not
+kept, so the next eager call of the kind tunes (another thread capturing in global mode while a kind is
+timed here would see the timing's synchronization: tune before capturing). The first call of a kind
+synchronizes its stream and may compile a few kernels (1-8 s each where the kernel cache lacks them);
+later calls are as without tuning. :func:`tune_first_calls` changes the kinds not yet prepared on a
+thread (:func:`.calls.forget` drops the prepared ones).
 """
 from __future__ import annotations
 
@@ -31,10 +38,13 @@ ENV = "GEMMGEN_TUNE"
 MAX_CANDIDATES = 16
 PER_FAMILY = 2
 WARMUP_MS, REP_MS = 2.0, 10.0   # bench_interleaved's budget for one kind's candidates (at least 5 rounds)
+MARGIN = 0.02   # a candidate replaces the plan only this much faster: a median of 5 runs moves ~1% by noise
 
 _state: dict = {"top": None}                                   # None: read ENV on first use
-_resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # library -> request key -> plan
-_key_locks: dict[tuple, threading.Lock] = {}
+_resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # library -> (key, N) -> plan
+_key_locks: dict[tuple, threading.Lock] = {}    # (GPU, request key): one thread times a kind
+_gpu_locks: dict[int, threading.Lock] = {}      # device: one kind's candidates run at a time
+_flushers: dict[int, object] = {}               # device: the L2 flush buffer, allocated once
 _LOCK = threading.Lock()
 
 
@@ -43,6 +53,7 @@ def tune_first_calls(candidates: int = 3) -> None:
     call of each request kind, and keep the fastest; 0 turns it off. ValueError (one line) for anything
     but an integer 0..MAX_CANDIDATES."""
     _state["top"] = _count(candidates, "candidates")
+    _resolved.clear()   # the kinds resolved under another N are picked again (kept picks name their N's set)
 
 
 def candidates_per_request() -> int:
@@ -64,13 +75,13 @@ def _count(value, what: str) -> int:
     return n
 
 
-def time_runs(runs: list[Callable[[], None]], stream, l2_bytes: int) -> list[float]:
+def time_runs(runs: list[Callable[[], None]], stream, l2_bytes: int, device: int = 0) -> list[float]:
     """Median ms of each run, timed as the stored timings are: interleaved on ``stream`` (a CuPy stream),
     the L2 flushed before each run (the flushes also keep the GPU ahead of the host's launches)."""
     from ..measure.timing import L2Flusher, bench_interleaved
 
     with stream:   # bench_interleaved times on the current stream
-        flush = L2Flusher(l2_bytes)
+        flush = _flushers.get(device) or _flushers.setdefault(device, L2Flusher(l2_bytes))
         return [t.median for t in bench_interleaved(runs, flush, WARMUP_MS, REP_MS)]
 
 
@@ -87,21 +98,26 @@ def tuned_plan(lib, request: tuple, plan: tuple, make_run: Callable[[object, boo
         return plan, True
     key = request_key(*request)
     done = _resolved.setdefault(lib, {})
-    if key in done:
-        return done[key], True
-    with _lock_of(lib.spec.name, key):   # one thread times a kind; the others wait for its pick
-        if key in done:
-            return done[key], True
+    if (key, top) in done:
+        return done[key, top], True
+    with _lock_of(_key_locks, (lib.spec.name, key)):   # one thread times a kind; the others wait for its pick
+        if (key, top) in done:
+            return done[key, top], True
         found, offered = _from_file(lib, request, key, plan, top)
         if found is None and stream.is_capturing():
             return plan, False
-        done[key] = found if found is not None else _timed(lib, key, plan, offered, make_run, stream)
-        return done[key], True
+        done[key, top] = found if found is not None else _timed(lib, key, plan, offered, make_run, stream)
+        return done[key, top], True
 
 
-def _lock_of(gpu: str, key: str) -> threading.Lock:
+def _lock_of(locks: dict, key) -> threading.Lock:
     with _LOCK:
-        return _key_locks.setdefault((gpu, key), threading.Lock())
+        return locks.setdefault(key, threading.Lock())
+
+
+def _signature(plan: tuple, offered: list) -> dict:
+    """What a pick was chosen from: the plan (kernel, copies) and the kernels offered beside it."""
+    return {"plan": [plan[0].config.name, bool(plan[1]), bool(plan[2])], "offered": sorted(c.name for c in offered)}
 
 
 def _from_file(lib, request: tuple, key: str, plan: tuple, top: int) -> tuple[tuple | None, list]:
@@ -109,8 +125,9 @@ def _from_file(lib, request: tuple, key: str, plan: tuple, top: int) -> tuple[tu
     M, N, K, layout, lda, ldb, ldc, precision, family, aligned = request
     offered = lib.alternatives(M, N, K, layout, lda, ldb, ldc, precision, family, aligned, top, PER_FAMILY)
     record = kept(lib.spec.name).get(key)
-    if not isinstance(record, dict) or record.get("offered") != sorted(c.name for c in offered):
-        return None, offered
+    signature = _signature(plan, offered)
+    if not isinstance(record, dict) or any(record.get(k) != v for k, v in signature.items()):
+        return None, offered   # none, or chosen from other kernels (new results): time the kind anew
     try:
         name, copies = record["kernel"], (bool(record.get("copy_a")), bool(record.get("copy_b")))
         if name == plan[0].config.name:
@@ -122,33 +139,52 @@ def _from_file(lib, request: tuple, key: str, plan: tuple, top: int) -> tuple[tu
 
 
 def _timed(lib, key: str, plan: tuple, offered: list, make_run, stream) -> tuple:
-    """The fastest of the plan and the offered kernels (run as the request is), kept; the plan alone where
-    nothing else builds (not kept: nothing was compared)."""
-    ready, runs = [plan], [make_run(*plan)]   # the plan must run: a failure here is the call's own
+    """The fastest of the plan and the offered kernels (run as the request is), kept where it beats the plan
+    by MARGIN or is the plan; the plan, not kept, where nothing else builds or the timing fails (say, out of
+    memory for the scratch C or the flush buffer: the call goes on as untuned, with one warning)."""
+    run_plan = make_run(*plan)
+    run_plan()   # the plan must run (a failure here is the call's own), before any candidate compiles
+    ready, runs = [plan], [run_plan]
     seen = {(plan[0].config.name, plan[1], plan[2])}
+    built = []
     for config in offered:
-        if (config.name, False, False) in seen:
-            continue
-        seen.add((config.name, False, False))
+        if (config.name, False, False) not in seen:
+            seen.add((config.name, False, False))
+            try:
+                built.append((lib.kernel(config), config))   # compiling needs no lock of the GPU's
+            except Exception as exc:
+                _left_out(config, exc)
+    with _lock_of(_gpu_locks, lib.device_id):   # one kind's candidates at a time on a GPU
+        for kernel, config in built:
+            try:
+                run = make_run(kernel, False, False)
+                run()   # loads it: a launch the driver refuses is left out here
+            except Exception as exc:
+                _left_out(config, exc)
+                continue
+            ready.append((kernel, False, False))
+            runs.append(run)
+        if len(ready) < 2:
+            return plan
         try:
-            kernel = lib.kernel(config)
-            run = make_run(kernel, False, False)
-            run()   # loads it: a launch the driver refuses is left out here
+            ms = time_runs(runs, stream, lib.spec.l2_bytes, lib.device_id)
         except Exception as exc:
-            warnings.warn(f"gemmgen: first-call tuning left out {config.name} ({type(exc).__name__}: "
-                          f"{(str(exc).splitlines() or [''])[0]})", stacklevel=5)
-            continue
-        ready.append((kernel, False, False))
-        runs.append(run)
-    if len(ready) < 2:
-        return plan
-    ms = time_runs(runs, stream, lib.spec.l2_bytes)
+            warnings.warn(f"gemmgen: first-call tuning could not time {key} ({type(exc).__name__}: "
+                          f"{(str(exc).splitlines() or [''])[0]}); running the predicted plan", stacklevel=5)
+            return plan
     i = min(range(len(ready)), key=lambda j: (ms[j], j))
+    if ms[i] > ms[0] * (1.0 - MARGIN):
+        i = 0   # within the noise of the plan: keep the plan
     kernel, copy_a, copy_b = ready[i]
     remember(lib.spec.name, key, {"kernel": kernel.config.name, "layout": kernel.config.layout, "copy_a": copy_a,
-                                  "copy_b": copy_b, "offered": sorted(c.name for c in offered),
+                                  "copy_b": copy_b, **_signature(plan, offered),
                                   "us": {_label(p): round(t * 1e3, 2) for p, t in zip(ready, ms)}})
     return ready[i]
+
+
+def _left_out(config, exc: Exception) -> None:
+    warnings.warn(f"gemmgen: first-call tuning left out {config.name} ({type(exc).__name__}: "
+                  f"{(str(exc).splitlines() or [''])[0]})", stacklevel=6)
 
 
 def _label(plan: tuple) -> str:

@@ -26,7 +26,7 @@ def tuning(monkeypatch, tmp_path):
     forget()
     timed = []
     real = autotune.time_runs
-    monkeypatch.setattr(autotune, "time_runs", lambda runs, stream, l2: timed.append(len(runs)) or real(runs, stream, l2))
+    monkeypatch.setattr(autotune, "time_runs", lambda runs, *rest: timed.append(len(runs)) or real(runs, *rest))
     yield timed
     forget()
 
