@@ -29,6 +29,7 @@ def geomean(xs) -> float:
 def score(lib, rows: list[dict], tops: list[int], noise: float, draws: int) -> dict:
     """{"pick": [...], "best": [...], top: [(ratio, candidates timed), ...]}: cuBLAS / time per row."""
     from gemmgen.base.shape import Shape
+    from gemmgen.runtime.autotune import MARGIN
     from gemmgen.runtime.dispatch import choose
 
     out: dict = {"pick": [], "best": [], "skipped": 0, **{t: [] for t in tops}}
@@ -46,10 +47,13 @@ def score(lib, rows: list[dict], tops: list[int], noise: float, draws: int) -> d
         for top in tops:
             names = {fit.config.name} | {c.name for c in lib.alternatives(s.M, s.N, s.K, s.layout, lda, ldb, s.N,
                                                                           top=top, per_family=2)}
-            timed = [n for n in names if n in ms]
+            timed = sorted(n for n in names if n in ms)
             rnd = random.Random(f"{r['shape']}/{top}")
             for _ in range(draws):
-                chosen = min(timed, key=lambda n: ms[n] * math.exp(rnd.gauss(0.0, noise)))
+                seen = {n: ms[n] * math.exp(rnd.gauss(0.0, noise)) for n in timed}
+                chosen = min(timed, key=seen.get)
+                if seen[chosen] > seen[fit.config.name] * (1.0 - MARGIN):
+                    chosen = fit.config.name   # as the runtime: a candidate must beat the plan by MARGIN
                 out[top].append((r["cublas_ms"] / ms[chosen], len(timed)))
     return out
 
