@@ -60,12 +60,13 @@ def macs_range(text: str) -> tuple[int, int]:
 
 
 def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: int,
-              every: tuple[str, ...] = ()) -> dict:
+              every: tuple[str, ...] = (), max_k: int = 0) -> dict:
     """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs): the
     ``top`` kernels of least predicted time, then each family's best not among them (the skinny family too,
     whatever dispatch.SKINNY_AUTO says), and every other kernel of the families in ``every`` that takes the
     shape (after the first ``top``, all in order of predicted time): the whole family timed, so its picks are
-    scored against its true best, not only against the kernels the model already ranked high (session 41)."""
+    scored against its true best, not only against the kernels the model already ranked high (session 41).
+    ``max_k``: only the shapes of K up to it (0: all), e.g. the shallow band."""
     import random
 
     from matmul_vs_cublas import random_shapes, tuned_keys
@@ -76,7 +77,7 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
     with native_fits(gpu, {"SKINNY_AUTO": 1}) as (name, fits):   # every stored family competes for a place
         for seeds, macs in groups:
             for seed in seeds:
-                for M, N, K, L in random_shapes(24, seed, grid, macs):
+                for M, N, K, L in (d for d in random_shapes(24, seed, grid, macs) if not max_k or d[2] <= max_k):
                     s = Shape(M, N, K, L)
                     rows = sorted(((f.predict(s, aligned_for(f.config, s)), n, f) for n, f in fits[L].items()
                                    if f.config.accepts(M, N, K) is None), key=lambda t: t[:2])
@@ -218,6 +219,7 @@ def main(argv=None) -> int:
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--every", action="append", default=[], choices=("simt", "tf32x3", "skinny"),
                    help="also every other kernel of this family that takes the shape (repeatable)")
+    p.add_argument("--max-k", type=int, default=0, help="only shapes with K up to this (default 0: all)")
     p.add_argument("--out", type=Path, required=True)
     c = sub.add_parser("compile", help="compile every job's kernels into NVRTC's cache (GPU machine)")
     c.add_argument("jobs", type=Path)
@@ -248,7 +250,7 @@ def main(argv=None) -> int:
         if len(args.seeds) != len(args.macs):
             ap.error("give one --macs for each --seeds")
         try:
-            data = plan_jobs(args.gpu, list(zip(args.seeds, args.macs)), args.top, tuple(args.every))
+            data = plan_jobs(args.gpu, list(zip(args.seeds, args.macs)), args.top, tuple(args.every), args.max_k)
         except ValueError as err:   # ResultsError too: a GPU with no results
             ap.error(str(err).splitlines()[0])
         args.out.write_text(json.dumps(data))

@@ -145,3 +145,12 @@ def test_bad_input_is_one_line(argv, says, tmp_path, capsys):
         offgrid.main(argv)
     out = capsys.readouterr().err
     assert err.value.code == 2 and says in out and "Traceback" not in out
+
+
+def test_max_k_keeps_only_the_shallow_shapes_of_the_draw(jobs):
+    """--max-k 128: the jobs of the same draw whose K is at most 128, in the same kernels."""
+    from gemmgen.base.shape import Shape
+
+    shallow = offgrid.plan_jobs("h100", [([7], (15, 27))], top=3, max_k=128)["jobs"]
+    want = {j["shape"]: j["kernels"] for j in jobs if Shape.parse(j["shape"]).K <= 128}
+    assert 0 < len(shallow) < len(jobs) and {j["shape"]: j["kernels"] for j in shallow} == want
