@@ -102,6 +102,7 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "results out tree": ("results export h100 4096x4096x4096 --out {t}/missing/dir", ["missing/dir", "does not exist"]),
     "results out file": ("results export h100 4096x4096x4096 --out {t}/bad.txt", ["bad.txt", "is a file"]),
     "results folder": ("results list --results {t}/missing", ["missing", "does not exist"]),
+    "tuned clear all": ("results tuned --clear", ["--clear", "name the GPU"]),
     "results action": ("results frob", ["'frob'", "list", "export"]),
     "plan shape": ("results plan h100 12x5", ["'12x5'", "MxNxK"]),
     "plan layout": ("results plan h100 64x64x64/XT", ["'XT'", "NN, NT, TN, TT"]),

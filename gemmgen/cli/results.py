@@ -12,7 +12,8 @@ EPILOG = """examples:
   gemmgen results list                                  GPUs with tuned kernels
   gemmgen results show h100                             best kernel per shape on the H100
   gemmgen results export h100 4096x4096x4096 --out k/   the winner's .cu and a JSON manifest
-  gemmgen results plan h100 128x4096x4096/TN            the kernel matmul runs there, and why (no GPU needed)"""
+  gemmgen results plan h100 128x4096x4096/TN            the kernel matmul runs there, and why (no GPU needed)
+  gemmgen results tuned h100 --json                     what first-call tuning kept on this machine"""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +38,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     pln.add_argument("shape", help="MxNxK or MxNxK/LAYOUT (packed operands, fp32)")
     pln.add_argument("--family", help="only this family (simt or tf32x3), as matmul's family= does")
     pln.add_argument("--top", type=int, default=8, help="candidates to list (default 8)")
+    tnd = sub.add_parser("tuned", help="the picks first-call tuning kept here (gemmgen.tune_first_calls)",
+                         description="The picks of opt-in first-call tuning kept in the kernel cache: per request\n"
+                         "kind, the kernel matmul runs, its time, the dispatch plan's, and how many were timed.",
+                         epilog="examples:\n  gemmgen results tuned\n  gemmgen results tuned h100 --clear",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    tnd.add_argument("gpu", nargs="?", help="only this GPU (name, alias or file stem); --clear needs it")
+    tnd.add_argument("--clear", action="store_true", help="delete the GPU's picks (timed again on next first calls)")
+    tnd.add_argument("--json", action="store_true", help="print JSON")
     for p in (lst, show, exp, pln):
         p.add_argument("--results", metavar="DIR", help="results folder (default: the user folder, "
                        "$GEMMGEN_RESULTS overrides); the shipped results are always read too")
@@ -47,6 +56,18 @@ def run(args: argparse.Namespace) -> int:
     from ..records import listing, lookup
     from ..records.export import export
 
+    if args.action == "tuned":
+        from . import results_tuned as tuned
+
+        if args.clear and not args.gpu:
+            raise ValueError("--clear deletes one GPU's picks: name the GPU (e.g. gemmgen results tuned h100 --clear)")
+        found = tuned.rows(tuned.files(args.gpu))
+        gone = [str(p) for p in tuned.clear(args.gpu)] if args.clear else []
+        if args.json:
+            print(json.dumps({"folder": str(tuned.folder()), "picks": found, "deleted": gone}, indent=1))
+        else:
+            print(tuned.text(found, args.gpu) + "".join(f"\ndeleted {p}" for p in gone))
+        return 0
     checks.input_folder(args.results)
     if args.action == "plan":
         from .results_plan import plan, text
