@@ -20,10 +20,9 @@ import random
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def geomean(xs) -> float:
-    xs = list(xs)
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+from matmul_vs_cublas import geomean  # noqa: E402
 
 
 def score(lib, rows: list[dict], tops: list[int], noise: float, draws: int) -> dict:

@@ -17,17 +17,20 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 
 def named_configs(names: set[str], results: list[Path]) -> dict:
-    """{name: KernelConfig} of the named kernels, from the first results file whose timings hold each;
-    a name none holds is a ValueError that names it."""
+    """{name: KernelConfig} of the named kernels, from the first results file that stores each
+    (changed_kernels.configs: entries and timings); a name none holds is a ValueError that names it."""
+    from changed_kernels import configs
     from gemmgen.kernel.config import KernelConfig
 
     found: dict = {}
     for path in results:
-        for name, k in json.loads(path.read_text())["timings"]["kernels"].items():
+        for name, config in configs(json.loads(path.read_text())).items():
             if name in names and name not in found:
-                found[name] = KernelConfig.from_dict(k["config"])
+                found[name] = KernelConfig.from_dict(config)
     missing = sorted(names - set(found))
     if missing:
         raise ValueError(f"{len(missing)} named kernel(s) in none of the results files, e.g. {missing[0]}")

@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
         found = tuned.rows(tuned.files(args.gpu))
         gone = [str(p) for p in tuned.clear(args.gpu)] if args.clear else []
         if args.json:
-            print(json.dumps({"folder": str(tuned.folder()), "picks": found, "deleted": gone}, indent=1))
+            from ..runtime.picks import folder
+
+            print(json.dumps({"folder": str(folder()), "picks": found, "deleted": gone}, indent=1))
         else:
             print(tuned.text(found, args.gpu) + "".join(f"\ndeleted {p}" for p in gone))
         return 0

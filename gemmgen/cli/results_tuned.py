@@ -14,12 +14,6 @@ from pathlib import Path
 from typing import Any
 
 
-def folder() -> Path:
-    from ..runtime.picks import kept_path
-
-    return kept_path("x").parent
-
-
 def _same_gpu(asked: str, name: str, path: Path) -> bool:
     from ..base.devices import UnknownDevice, resolve_alias
     from ..records.store import slug
@@ -34,6 +28,8 @@ def _same_gpu(asked: str, name: str, path: Path) -> bool:
 
 def files(gpu: str | None = None) -> list[tuple[Path, str, dict]]:
     """(file, GPU name, picks) of each readable picks file, of one GPU where ``gpu`` names it."""
+    from ..runtime.picks import folder
+
     out = []
     for path in sorted(folder().glob("*.json")) if folder().is_dir() else []:
         try:
@@ -48,19 +44,19 @@ def files(gpu: str | None = None) -> list[tuple[Path, str, dict]]:
 
 def rows(found: list[tuple[Path, str, dict]]) -> list[dict[str, Any]]:
     """One row a kept pick: GPU, request kind, pick, its us, the plan's us, and the candidates timed."""
+    from ..runtime.picks import label
+
     out = []
     for _, gpu, picks in found:
         for key, rec in sorted(picks.items()):
             if not isinstance(rec, dict) or "kernel" not in rec:
                 continue
             us = rec.get("us") or {}
-            copies = "A" * bool(rec.get("copy_a")) + "B" * bool(rec.get("copy_b"))
+            copy_a, copy_b = bool(rec.get("copy_a")), bool(rec.get("copy_b"))
             plan = rec.get("plan") or [None, False, False]
-            plan_copies = "A" * bool(plan[1]) + "B" * bool(plan[2])
-            label = lambda name, c: f"{name} (copies {c})" if c else str(name)
-            out.append({"gpu": gpu, "request": key, "kernel": rec["kernel"], "copies": copies,
-                        "us": us.get(label(rec["kernel"], copies)), "plan": plan[0],
-                        "plan_us": us.get(label(plan[0], plan_copies)), "timed": len(us)})
+            out.append({"gpu": gpu, "request": key, "kernel": rec["kernel"], "copies": "A" * copy_a + "B" * copy_b,
+                        "us": us.get(label(rec["kernel"], copy_a, copy_b)), "plan": plan[0],
+                        "plan_us": us.get(label(*plan)), "timed": len(us)})
     return out
 
 
@@ -75,6 +71,8 @@ def clear(gpu: str) -> list[Path]:
 
 def text(found: list[dict[str, Any]], gpu: str | None = None) -> str:
     if not found:
+        from ..runtime.picks import folder
+
         return (f"no kept picks{' of ' + gpu if gpu else ''} in {folder()}: first-call tuning is off by default "
                 "(gemmgen.tune_first_calls(3) or GEMMGEN_TUNE=3 turns it on)")
     out = []

@@ -15,9 +15,8 @@ True
 """
 from __future__ import annotations
 
-import math
-
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 

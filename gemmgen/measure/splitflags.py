@@ -3,11 +3,12 @@
 An atomic split-K kernel adds every slice's alpha * partial into C, so C must first hold beta * C; a
 ``_scale`` kernel launched ahead of it did that. The warp-specialized kernels (``config.split_flags``;
 templates/common.cuh.j2 and wgmma_tma_parts.cuh.j2, ``split_clear``) do it themselves when W points at
-flags: slice 0's consumer warps set their share of C's tile to beta * C before their first stage, then
-count themselves on the tile's word; the other slices' consumer warps wait for that count before their
-first atomic add, by then long reached. Slice 0's blocks come first in the grid (blockIdx.z = 0) and never
-wait, so every wait ends; the last waiter zeroes the word, so the words are zero whenever the kernel has
-finished and one buffer serves every such launch on a stream in turn. Given a null W the kernel needs the
+flags: slice 0's consumers set C's tile to beta * C before their first stage, meet at a barrier, and one
+thread sets the tile's word; in each block of the other slices one thread waits for the word before the
+consumer barrier that precedes every atomic add (by then long set), then counts the block. Slice 0's
+blocks come first in the grid (blockIdx.z = 0) and never wait, so every wait ends; the last waiting block
+zeroes the word, so the words are zero whenever the kernel has finished and one buffer serves every such
+launch on a stream in turn. Given a null W the kernel needs the
 scale kernel, as before: what :class:`.launch.Launch` does where this module has no flags to give, and
 where the blocks take more than one wave (``config.split_one_launch``).
 

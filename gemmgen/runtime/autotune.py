@@ -32,7 +32,7 @@ import warnings
 import weakref
 from typing import Callable
 
-from .picks import kept, remember, request_key
+from .picks import kept, label, remember, request_key
 
 ENV = "GEMMGEN_TUNE"
 MAX_CANDIDATES = 16
@@ -41,7 +41,7 @@ WARMUP_MS, REP_MS = 2.0, 10.0   # bench_interleaved's budget for one kind's cand
 MARGIN = 0.02   # a candidate replaces the plan only this much faster: a median of 5 runs moves ~1% by noise
 
 _state: dict = {"top": None}                                   # None: read ENV on first use
-_resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # library -> (key, N) -> plan
+_resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # library -> request key -> plan
 _key_locks: dict[tuple, threading.Lock] = {}    # (GPU, request key): one thread times a kind
 _gpu_locks: dict[int, threading.Lock] = {}      # device: one kind's candidates run at a time
 _flushers: dict[int, object] = {}               # device: the L2 flush buffer, allocated once
@@ -53,7 +53,7 @@ def tune_first_calls(candidates: int = 3) -> None:
     call of each request kind, and keep the fastest; 0 turns it off. ValueError (one line) for anything
     but an integer 0..MAX_CANDIDATES."""
     _state["top"] = _count(candidates, "candidates")
-    _resolved.clear()   # the kinds resolved under another N are picked again (kept picks name their N's set)
+    _resolved.clear()   # the kinds resolved under another N are picked again (kept picks name their offered set)
 
 
 def candidates_per_request() -> int:
@@ -98,16 +98,16 @@ def tuned_plan(lib, request: tuple, plan: tuple, make_run: Callable[[object, boo
         return plan, True
     key = request_key(*request)
     done = _resolved.setdefault(lib, {})
-    if (key, top) in done:
-        return done[key, top], True
+    if key in done:
+        return done[key], True
     with _lock_of(_key_locks, (lib.spec.name, key)):   # one thread times a kind; the others wait for its pick
-        if (key, top) in done:
-            return done[key, top], True
+        if key in done:
+            return done[key], True
         found, offered = _from_file(lib, request, key, plan, top)
         if found is None and stream.is_capturing():
             return plan, False
-        done[key, top] = found if found is not None else _timed(lib, key, plan, offered, make_run, stream)
-        return done[key, top], True
+        done[key] = found if found is not None else _timed(lib, key, plan, offered, make_run, stream)
+        return done[key], True
 
 
 def _lock_of(locks: dict, key) -> threading.Lock:
@@ -178,7 +178,7 @@ def _timed(lib, key: str, plan: tuple, offered: list, make_run, stream) -> tuple
     kernel, copy_a, copy_b = ready[i]
     remember(lib.spec.name, key, {"kernel": kernel.config.name, "layout": kernel.config.layout, "copy_a": copy_a,
                                   "copy_b": copy_b, **_signature(plan, offered),
-                                  "us": {_label(p): round(t * 1e3, 2) for p, t in zip(ready, ms)}})
+                                  "us": {label(k.config.name, a, b): round(t * 1e3, 2) for (k, a, b), t in zip(ready, ms)}})
     return ready[i]
 
 
@@ -187,31 +187,26 @@ def _left_out(config, exc: Exception) -> None:
                   f"{(str(exc).splitlines() or [''])[0]})", stacklevel=6)
 
 
-def _label(plan: tuple) -> str:
-    kernel, copy_a, copy_b = plan
-    copies = "A" * copy_a + "B" * copy_b
-    return kernel.config.name + (f" (copies {copies})" if copies else "")
-
-
 def runner(a, b, la: str, lb: str, M: int, N: int, K: int, lda: int, ldb: int, ldc: int, stream):
     """``make_run`` for :func:`tuned_plan`: a plan prepared as matmul prepares it (:class:`.calls.Prepared`),
-    run on the request's A and B (only read) into a scratch C of the request's leading dimension (allocated
-    with the first plan prepared: a kept pick times nothing)."""
+    run on the request's A and B (only read) into a scratch C of the request's leading dimension (made, with
+    the operands' stored shapes and spans, when the first plan is prepared: a kept pick makes nothing)."""
     import cupy
 
     from .arrays import span_offsets
     from .calls import Prepared
     from .transpose import stored_shape
 
-    a_stored, b_stored, spans = stored_shape(a, la), stored_shape(b, lb), (span_offsets(a), span_offsets(b))
-    scratch = []
+    first = []   # scratch C and the operands' facts, made with the first plan prepared
 
     def make_run(kernel, copy_a: bool, copy_b: bool) -> Callable[[], None]:
-        if not scratch:
+        if not first:
             with stream:
-                scratch.append(cupy.empty((M - 1) * ldc + N, dtype=cupy.float32))
+                scratch = cupy.empty((M - 1) * ldc + N, dtype=cupy.float32)
+            first.append((scratch, stored_shape(a, la), stored_shape(b, lb), (span_offsets(a), span_offsets(b))))
+        scratch, a_stored, b_stored, spans = first[0]
         call = Prepared(kernel, M, N, K, la + lb, lda, ldb, ldc, copy_a, copy_b, a_stored, b_stored, spans, None)
-        c = scratch[0].data.ptr
+        c = scratch.data.ptr
         return lambda: call(a.data.ptr, b.data.ptr, c, 1.0, 0.0, stream)
 
     return make_run

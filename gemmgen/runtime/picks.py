@@ -28,9 +28,24 @@ def request_key(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: in
             f"{'aligned' if aligned else 'unaligned'}")
 
 
+def folder() -> Path:
+    """Where the picks files are: the kernel cache's ``tuned`` folder."""
+    return cache_dir() / "tuned"
+
+
 def kept_path(gpu: str) -> Path:
     """The file of one GPU model's kept picks."""
-    return cache_dir() / "tuned" / f"{slug(gpu)}.json"
+    return folder() / f"{slug(gpu)}.json"
+
+
+def label(kernel: str, copy_a: bool, copy_b: bool) -> str:
+    """How a record's ``us`` names a plan: the kernel, and the operands copied first.
+
+    >>> label("gg_x", False, True)
+    'gg_x (copies B)'
+    """
+    copies = "A" * bool(copy_a) + "B" * bool(copy_b)
+    return f"{kernel} (copies {copies})" if copies else str(kernel)
 
 
 def kept(gpu: str) -> dict[str, dict]:
