@@ -9,7 +9,7 @@ SGEMM, timed interleaved in one process on the same operands (L2 flushed before 
 
 Each constant is one of gemmgen.runtime.dispatch's, .staging's or .predict's module constants
 (MIN_PACK_MS, SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE,
-WIDTH, PRIOR, UNALIGNED, UNALIGNED_WS, EXTRAPOLATED, MAX_RESIDENT, EMPTY_FIT (0/1), BORROW (0/1):
+WIDTH, PRIOR, UNALIGNED, UNALIGNED_WS, EXTRAPOLATED, MAX_RESIDENT, EMPTY_FIT (0/1), BORROW (0/1), LATENCY_SIMT (0/1):
 ``--knob MAX_RESIDENT=1,8`` is the time model without and with its latency term). Two libraries
 are loaded; each plans every shape under its side's values, and matmul runs the library of the side
 being timed. ``--results-a/--results-b`` give each side its own results file instead of the shipped

@@ -67,8 +67,6 @@ def test_resident_blocks_and_step_latency_are_recovered(monkeypatch):
     assert (fit.u, fit.w, fit.v) == pytest.approx((0.0004, 0.0011, 0.002), rel=1e-6)
     q = Shape(96, 4096, 6000)                          # 64 blocks: one round of 188 steps, latency-bound
     assert fit.fitted(q) == pytest.approx(latency_bound(SMALL, q), rel=1e-6)
-    simt = preset("v10")                               # SIMT: no latency term, whatever the data
-    assert Fitted.fit(simt, {s: latency_bound(simt, s) for s in grid}, H100, resident=2).w == 0.0
     monkeypatch.setattr(predict, "MAX_RESIDENT", 1)     # the two-term model: no latency term
     two = Fitted.fit(SMALL, {s: latency_bound(SMALL, s) for s in grid}, H100)
     assert two.resident == 1 and two.fitted(q) < 0.7 * latency_bound(SMALL, q)
@@ -92,7 +90,26 @@ def test_skinny_kernels_get_the_latency_term_only_with_latency_skinny(monkeypatc
     fit = Fitted.fit(sk, measured, H100)
     assert fit.resident == 2 and fit.w == pytest.approx(0.0011, rel=1e-6)
     assert fit.fitted(q) == pytest.approx(run(q), rel=1e-6)
-    assert Fitted.fit(preset("v10"), measured, H100, resident=2).w == 0.0   # SIMT still without it
+    monkeypatch.setattr(predict, "LATENCY_SIMT", False)
+    assert Fitted.fit(preset("v10"), measured, H100, resident=2).w == 0.0   # SIMT: its own constant
+
+
+def test_simt_kernels_get_the_latency_term_from_every_measurement(monkeypatch):
+    """LATENCY_SIMT (on, session 44): a SIMT kernel whose K steps take w alone on an SM is fitted with the
+    latency term, on its unaligned measurements too (it loads through registers: unaligned rows cost it
+    ~2%). Off, its fit takes the few aligned points alone,
+    with no third term, and misses the one-round launch by a fifth or more."""
+    simt = preset("v10")                               # 128x128x8: its u is held at the FMA floor, 0.7 us
+    grid = [Shape(m, n, k) for m in (256, 2048, 8192) for n in (256, 1024, 4096) for k in (63, 1001, 4095)]
+    grid += [Shape(512, 512, 512), Shape(4096, 4096, 256)]                     # the aligned ones: two
+    run = {s: latency_bound(simt, s, u=0.001, w=0.004, v=0.01) for s in grid}
+    fit = Fitted.fit(simt, run, H100, resident=2)
+    assert fit.resident == 2 and (fit.u, fit.w, fit.v) == pytest.approx((0.001, 0.004, 0.01), rel=1e-6)
+    q = Shape(128, 4096, 6000)                          # 32 blocks: one round of 750 steps, no aligned point near
+    assert fit.fitted(q) == pytest.approx(latency_bound(simt, q, u=0.001, w=0.004, v=0.01), rel=1e-6)
+    monkeypatch.setattr(predict, "LATENCY_SIMT", False)
+    two = Fitted.fit(simt, run, H100, resident=2)
+    assert (two.resident, two.w) == (1, 0.0) and two.fitted(q) < 0.8 * fit.fitted(q)
 
 
 def test_throughput_bound_kernels_keep_the_two_term_model():

@@ -48,7 +48,8 @@ def latency_bound(c: KernelConfig) -> bool:
     wait, split, barrier, wgmma, wgmma wait; Nsight Compute, session 13), so a block alone on an SM is
     slow per step. The SIMT and mma.sync kernels overlap a step's loads with the last step's math in
     registers; on the shipped H100 timings the term made their leave-one-out picks worse (pick/best
-    1.025 -> 1.034), where the wgmma kernels' got better (benchmarks/dispatch_loo.py).
+    1.025 -> 1.034), where the wgmma kernels' got better (benchmarks/dispatch_loo.py). The SIMT kernels
+    get it all the same where ``predict.LATENCY_SIMT`` fits them on every measurement (session 44).
 
     >>> from gemmgen.kernel.presets import preset
     >>> latency_bound(preset("tf32x3-wgmma")), latency_bound(preset("v10"))

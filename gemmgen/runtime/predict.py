@@ -12,24 +12,23 @@ block's share of the SM per K step (throughput), ``w`` the latency of one K step
 blocks overlap (copy wait, split, barrier, tensor-core wait: on the H100 a 64x64 cp.async 3xTF32 kernel
 alone on an SM takes 1.1 us per 32-deep step, 0.44 us per block-step with eight to an SM), ``v`` a
 block's prologue and epilogue, ``base`` what any launch of any kernel takes on the GPU (FLOOR times the
-least time measured there in the precision class, not fitted: a kernel timed only on large shapes says nothing of it, and
-without it such a kernel's fit went to 1.8 us on 16x16x16 where it ran 14 us and nothing runs under
-5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by
-least squares on relative error, for each ``resident`` from 1 (the model without a latency term) to the
-kernel's resident blocks per SM (:func:`max_resident`: recorded with the timings, or what is sure from
-shared memory, threads and launch bounds), keeping the best; for the wgmma kernels only
-(:func:`latency_bound`), the others keep ``w = 0``. The fit is then corrected by
-the measured/fitted ratios of nearby measured shapes (Gaussian weights over log-distance in M, N, K), so
-the prediction on a measured shape is that measurement, and between shapes it follows the counts.
-Measurements where split-K slices go empty (fewer K steps than slices: :func:`empty_slices`) take no
-part in the fit (their time is a fraction of the modelled reduce; fitted, they drove u = v = 0), only in
-the correction near them.
+least time measured there in the precision class, not fitted: a kernel timed only on large shapes says
+nothing of it; without it such a kernel's fit went to 1.8 us on 16x16x16 where it ran 14 and nothing runs
+under 5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by least squares on
+relative error, for each ``resident`` from 1 (no latency term) to the kernel's resident blocks per SM
+(:func:`max_resident`: recorded with the timings, or what is sure from shared memory, threads and launch
+bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`) and the SIMT ones (LATENCY_SIMT)
+only, the others keep ``w = 0``. The fit is then corrected by the measured/fitted ratios of nearby
+measured shapes (Gaussian weights over log-distance in M, N, K), so the prediction on a measured shape
+is that measurement, and between shapes it follows the counts. Measurements where split-K slices go
+empty (fewer K steps than slices: :func:`empty_slices`) take no part in the fit (their time is a
+fraction of the modelled reduce; fitted, they drove u = v = 0), only in the correction near them.
 
-Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime
-of its own: measurements of aligned and unaligned shapes correct only predictions of their own kind,
-and an unaligned request with no unaligned measurement nearby is predicted UNALIGNED times slower
-(UNALIGNED_WS for the warp-specialized cp.async kernels, whose producer warpgroup hides the extra copies).
-For the skinny family only A's rows decide the regime (:func:`aligned_for`).
+Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime of
+its own: the fit takes aligned measurements (all of them for the SIMT kernels), measurements of either
+kind correct only predictions of their own, and an unaligned request with no unaligned measurement near
+is predicted UNALIGNED times slower (UNALIGNED_WS for the warp-specialized cp.async kernels, whose
+producer warpgroup hides the extra copies). For the skinny family only A's rows decide the regime (:func:`aligned_for`).
 
 >>> from gemmgen.kernel.presets import preset
 >>> from gemmgen.base.devices import known
@@ -55,20 +54,16 @@ LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale
 WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
-UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose producer warpgroup issues the 4-byte
-                       # copies beside the consumers' math (H100 oracles on 8 unaligned shapes, session 24:
-                       # their predictions ran a median 1.23x further above their times than the kernels' that
-                       # copy and compute in the same threads). 1.5 -> 1.2, the changed plans of 10 random
-                       # seeds (benchmarks/ab_plans.py): H100 50 plans 1.166x -> 1.275x, H200 46 1.167x -> 1.254x
+UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose producer warpgroup issues the 4-byte copies beside
+                       # the consumers' math (session 24: their predictions ran a median 1.23x further above their times
+                       # than others'). 1.5 -> 1.2, changed plans of 10 seeds: H100 1.166x -> 1.275x, H200 1.167x -> 1.254x
 UNALIGNED_SIMT = 1.3   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
                        # unaligned H100 timings run a median 1.02x its fit on aligned ones (session 29)
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 REACH = 0.5            # share added per doubling of K steps beyond the most any measurement of the kernel ran, up
                        # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (H200,
-                       # session 32: a 2-stage TT kernel timed on K <= 93 (3 steps) was predicted 22 us on
-                       # 1632x139x578 and ran 35)
-STEADY = 16            # K steps after which a kernel's pipeline runs its steady state: measured that deep, its
-                       # per-step cost is seen and deeper K is the fit's to predict
+                       # session 32: a 2-stage TT kernel timed on K <= 93 was predicted 22 us on 1632x139x578, ran 35)
+STEADY = 16            # K steps after which a pipeline runs its steady state: measured that deep, deeper K is the fit's
 FMA_FLOOR = 1.35       # the least a block-step of an FMA kernel costs (:func:`step_floor`), as a multiple of its
                        # FMAs at the SM's peak (DeviceSpec.fma_lanes a clock at the boost clock); 0: no floor.
                        # No FMA loop issues at the peak: at 1.0 a 6-way split SIMT TT tile fitted on shallow K
@@ -82,6 +77,9 @@ LATENCY_SKINNY = False # fit the latency term (per round-step, w) for the skinny
                        # blocks ran 26.2 us where the fit, its u taken from 2-blocks-an-SM grids, said 17.2).
                        # Off: A/B (session 37, H100, changed plans of seeds 1-30) launch-sized 7 plans 1.191x ->
                        # 1.248x, all of it that shape, but 2116x22x4351 TN 1.15x -> 0.80x (a skinny pick)
+LATENCY_SIMT = True    # the SIMT kernels too, fitted on all their measurements (registers load unaligned rows at ~1.02x):
+                       # fitted without it on a few aligned points, many-wave shallow shapes ran 0.46-0.57x their fit. A/B (session 44, changed plans of 12 launch-sized seeds): H100 55
+                       # plans 1.171x -> 1.204x (3 -> 0 under 0.9x), H200 61 1.196x -> 1.260x (8 -> 1); no large plan changed
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
 FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
                        # (the model's base); 0: the model before session 29, launches free
@@ -210,8 +208,10 @@ class Fitted:
         whole = fit_points(config, measured) or dict(measured)
         used = [(s, t) for s, t in whole.items() if aligned_for(config, s) or len(whole) < 3]
         used = used or list(whole.items())                   # no aligned point: fit the unaligned ones
+        simt = LATENCY_SIMT and config.family == "simt"
+        used = list(whole.items()) if simt else used
         few = len(used) < MIN_POINTS                          # too few for a third term
-        lat = latency_bound(config) or (LATENCY_SKINNY and config.family == "skinny")
+        lat = latency_bound(config) or (LATENCY_SKINNY and config.family == "skinny") or simt
         most = max_resident(config, spec, resident) if lat and not few else 1
         counted = {s: counts(config, s, spec.sm_count) for s in whole}
         per_point = [(counted[s], t) for s, t in used]
