@@ -99,7 +99,7 @@ def test_simt_kernels_get_the_latency_term_from_every_measurement(monkeypatch):
     latency term, on its unaligned measurements too (it loads through registers: unaligned rows cost it
     ~2%). Off, its fit takes the few aligned points alone,
     with no third term, and misses the one-round launch by a fifth or more."""
-    simt = preset("v10")                               # 128x128x8: its u is held at the FMA floor, 0.7 us
+    simt = preset("v10")                               # 128x128x8: u (1 us) above its FMA floor (0.7 us)
     grid = [Shape(m, n, k) for m in (256, 2048, 8192) for n in (256, 1024, 4096) for k in (63, 1001, 4095)]
     grid += [Shape(512, 512, 512), Shape(4096, 4096, 256)]                     # the aligned ones: two
     run = {s: latency_bound(simt, s, u=0.001, w=0.004, v=0.01) for s in grid}
@@ -107,6 +107,9 @@ def test_simt_kernels_get_the_latency_term_from_every_measurement(monkeypatch):
     assert fit.resident == 2 and (fit.u, fit.w, fit.v) == pytest.approx((0.001, 0.004, 0.01), rel=1e-6)
     q = Shape(128, 4096, 6000)                          # 32 blocks: one round of 750 steps, no aligned point near
     assert fit.fitted(q) == pytest.approx(latency_bound(simt, q, u=0.001, w=0.004, v=0.01), rel=1e-6)
+    between = Shape(2048, 1024, 2001)                   # unaligned, between two unaligned measurements
+    assert fit.measured_near(between, False) and not fit.measured_near(between, True)
+    assert fit.predict(between, False) == pytest.approx(latency_bound(simt, between, u=0.001, w=0.004, v=0.01), rel=1e-6)
     monkeypatch.setattr(predict, "LATENCY_SIMT", False)
     two = Fitted.fit(simt, run, H100, resident=2)
     assert (two.resident, two.w) == (1, 0.0) and two.fitted(q) < 0.8 * fit.fitted(q)

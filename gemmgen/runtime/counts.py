@@ -44,7 +44,8 @@ def empty_slices(c: KernelConfig, s: Shape) -> bool:
 
 
 def latency_bound(c: KernelConfig) -> bool:
-    """Whether the latency term is fitted for ``c``: the wgmma kernels, whose K steps run in turn (copy
+    """Whether the latency term is fitted for ``c`` by its family's nature: the wgmma kernels (predict's
+    LATENCY_SIMT and LATENCY_SKINNY add the SIMT and skinny ones), whose K steps run in turn (copy
     wait, split, barrier, wgmma, wgmma wait; Nsight Compute, session 13), so a block alone on an SM is
     slow per step. The SIMT and mma.sync kernels overlap a step's loads with the last step's math in
     registers; on the shipped H100 timings the term made their leave-one-out picks worse (pick/best

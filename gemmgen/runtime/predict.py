@@ -17,15 +17,15 @@ nothing of it; without it such a kernel's fit went to 1.8 us on 16x16x16 where i
 under 5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by least squares on
 relative error, for each ``resident`` from 1 (no latency term) to the kernel's resident blocks per SM
 (:func:`max_resident`: recorded with the timings, or what is sure from shared memory, threads and launch
-bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`) and the SIMT ones (LATENCY_SIMT)
-only, the others keep ``w = 0``. The fit is then corrected by the measured/fitted ratios of nearby
+bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`), the SIMT ones (LATENCY_SIMT)
+and, with LATENCY_SKINNY, the skinny ones; the others keep ``w = 0``. The fit is then corrected by the measured/fitted ratios of nearby
 measured shapes (Gaussian weights over log-distance in M, N, K), so the prediction on a measured shape
 is that measurement, and between shapes it follows the counts. Measurements where split-K slices go
 empty (fewer K steps than slices: :func:`empty_slices`) take no part in the fit (their time is a
 fraction of the modelled reduce; fitted, they drove u = v = 0), only in the correction near them.
 
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime of
-its own: the fit takes aligned measurements (all of them for the SIMT kernels), measurements of either
+its own: the fit takes aligned measurements (all for the SIMT kernels, or where too few), measurements of either
 kind correct only predictions of their own, and an unaligned request with no unaligned measurement near
 is predicted UNALIGNED times slower (UNALIGNED_WS for the warp-specialized cp.async kernels, whose
 producer warpgroup hides the extra copies). For the skinny family only A's rows decide the regime (:func:`aligned_for`).
@@ -58,7 +58,8 @@ UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose produc
                        # the consumers' math (session 24: their predictions ran a median 1.23x further above their times
                        # than others'). 1.5 -> 1.2, changed plans of 10 seeds: H100 1.166x -> 1.275x, H200 1.167x -> 1.254x
 UNALIGNED_SIMT = 1.3   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
-                       # unaligned H100 timings run a median 1.02x its fit on aligned ones (session 29)
+                       # unaligned H100 timings ran a median 1.02x its fit on aligned ones (session 29); with
+                       # LATENCY_SIMT the fit takes them too (1.004x), so 1.3 is pessimistic (1.1: untried on a GPU)
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 REACH = 0.5            # share added per doubling of K steps beyond the most any measurement of the kernel ran, up
                        # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (H200,
@@ -77,9 +78,10 @@ LATENCY_SKINNY = False # fit the latency term (per round-step, w) for the skinny
                        # blocks ran 26.2 us where the fit, its u taken from 2-blocks-an-SM grids, said 17.2).
                        # Off: A/B (session 37, H100, changed plans of seeds 1-30) launch-sized 7 plans 1.191x ->
                        # 1.248x, all of it that shape, but 2116x22x4351 TN 1.15x -> 0.80x (a skinny pick)
-LATENCY_SIMT = True    # the SIMT kernels too, fitted on all their measurements (registers load unaligned rows at ~1.02x):
-                       # fitted without it on a few aligned points, many-wave shallow shapes ran 0.46-0.57x their fit. A/B (session 44, changed plans of 12 launch-sized seeds): H100 55
-                       # plans 1.171x -> 1.204x (3 -> 0 under 0.9x), H200 61 1.196x -> 1.260x (8 -> 1); no large plan changed
+LATENCY_SIMT = True    # the SIMT kernels too, fitted on all their measurements (they load unaligned rows at ~1.02x):
+                       # fitted on a few aligned one-wave points, many-wave shallow shapes ran 0.46-0.57x their fit.
+                       # A/B (session 44, 12 fresh launch-sized seeds): H100 31 changed plans 1.201x -> 1.247x (5 -> 0
+                       # under 0.9x), H200 43 1.188x -> 1.219x (3 -> 2); no plan of the set or of large shapes changed
 EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
 FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
                        # (the model's base); 0: the model before session 29, launches free
@@ -197,7 +199,7 @@ class Fitted:
     @classmethod
     def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
             resident: int = 0, base: float = 0.0) -> "Fitted":
-        """Fit u, w and v to the measured times (ms by shape; aligned shapes only) by least squares on
+        """Fit u, w and v to the measured times (ms by shape; aligned ones, all for SIMT) by least squares on
         relative error, for each count of resident blocks up to :func:`max_resident` (``resident``: the
         kernel's count as recorded with its timings, 0 where unknown), over what is left of each time
         after ``base`` (ms, :func:`launch_base`); see the module docstring."""
