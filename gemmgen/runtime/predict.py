@@ -18,17 +18,18 @@ under 5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times
 relative error, for each ``resident`` from 1 (no latency term) to the kernel's resident blocks per SM
 (:func:`max_resident`: recorded with the timings, or what is sure from shared memory, threads and launch
 bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`), the SIMT ones (LATENCY_SIMT)
-and, with LATENCY_SKINNY, the skinny ones; the others keep ``w = 0``. The fit is then corrected by the measured/fitted ratios of nearby
-measured shapes (Gaussian weights over log-distance in M, N, K), so the prediction on a measured shape
-is that measurement, and between shapes it follows the counts. Measurements where split-K slices go
-empty (fewer K steps than slices: :func:`empty_slices`) take no part in the fit (their time is a
-fraction of the modelled reduce; fitted, they drove u = v = 0), only in the correction near them.
+and, with LATENCY_SKINNY, the skinny ones; the others keep ``w = 0``. The fit is then corrected by the
+measured/fitted ratios of nearby measured shapes (Gaussian weights over log-distance in M, N, K), so the
+prediction on a measured shape is that measurement, and between shapes it follows the counts. Measurements where
+split-K slices go empty (fewer K steps than slices: :func:`empty_slices`) take no part in the fit (their time is
+a fraction of the modelled reduce; fitted, they drove u = v = 0), only in the correction near them.
 
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime of
-its own: the fit takes aligned measurements (all for the SIMT kernels, or where too few), measurements of either
-kind correct only predictions of their own, and an unaligned request with no unaligned measurement near
-is predicted UNALIGNED times slower (UNALIGNED_WS for the warp-specialized cp.async kernels, whose
-producer warpgroup hides the extra copies). For the skinny family only A's rows decide the regime (:func:`aligned_for`).
+its own: the fit takes aligned measurements (all for the SIMT kernels, or where too few), measurements
+of either kind correct only predictions of their own, and an unaligned request with no unaligned
+measurement near is predicted UNALIGNED times slower (UNALIGNED_WS for the warp-specialized cp.async
+kernels, whose producer warpgroup hides the extra copies). For the skinny family only A's rows decide
+the regime (:func:`aligned_for`).
 
 >>> from gemmgen.kernel.presets import preset
 >>> from gemmgen.base.devices import known
@@ -208,10 +209,9 @@ class Fitted:
         # reduce alone, a regime the counts do not model (fitted there, u = w = v = 0 and deep-K times
         # of a few microseconds); they still correct predictions near them.
         whole = fit_points(config, measured) or dict(measured)
-        used = [(s, t) for s, t in whole.items() if aligned_for(config, s) or len(whole) < 3]
+        simt = LATENCY_SIMT and config.family == "simt"      # every point: unaligned rows cost SIMT ~2%
+        used = [(s, t) for s, t in whole.items() if simt or aligned_for(config, s) or len(whole) < 3]
         used = used or list(whole.items())                   # no aligned point: fit the unaligned ones
-        simt = LATENCY_SIMT and config.family == "simt"
-        used = list(whole.items()) if simt else used
         few = len(used) < MIN_POINTS                          # too few for a third term
         lat = latency_bound(config) or (LATENCY_SKINNY and config.family == "skinny") or simt
         most = max_resident(config, spec, resident) if lat and not few else 1
