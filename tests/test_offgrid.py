@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.scripts import load
+from tests.scripts import load, refused
 
 offgrid = load("offgrid")
 
@@ -141,10 +141,7 @@ def test_bad_input_is_one_line(argv, says, tmp_path, capsys):
     (tmp_path / "jobs.json").write_text(json.dumps({"gpu": "x", "jobs": []}))
     argv = [str(tmp_path / "rows.json") if a == "ROWS" else str(tmp_path / "jobs.json") if a == "JOBS" else
             str(tmp_path / a) if a == "NONE.json" else a for a in argv]
-    with pytest.raises(SystemExit) as err:
-        offgrid.main(argv)
-    out = capsys.readouterr().err
-    assert err.value.code == 2 and says in out and "Traceback" not in out
+    assert says in refused(offgrid.main, argv, capsys)
 
 
 def test_max_k_keeps_only_the_shallow_shapes_of_the_draw(jobs):
