@@ -58,9 +58,10 @@ UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-by
 UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose producer warpgroup issues the 4-byte copies beside
                        # the consumers' math (session 24: their predictions ran a median 1.23x further above their times
                        # than others'). 1.5 -> 1.2, changed plans of 10 seeds: H100 1.166x -> 1.275x, H200 1.167x -> 1.254x
-UNALIGNED_SIMT = 1.3   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
-                       # unaligned H100 timings ran a median 1.02x its fit on aligned ones (session 29); with
-                       # LATENCY_SIMT the fit takes them too (1.004x), so 1.3 is pessimistic (1.1: untried on a GPU)
+UNALIGNED_SIMT = 1.1   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
+                       # unaligned H100 timings ran a median 1.02x its fit on aligned ones (session 29), and with
+                       # LATENCY_SIMT the fit takes them too (1.004x). 1.3 -> 1.1, changed plans at 2^15..2^27 on
+                       # an H200 (session 45): seeds 425-436 26 plans 1.073x -> 1.094x, 437-448 46 1.122x -> 1.161x
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 REACH = 0.5            # share added per doubling of K steps beyond the most any measurement of the kernel ran, up
                        # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (H200,
