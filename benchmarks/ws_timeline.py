@@ -1,23 +1,31 @@
-"""Where a warp-specialized wgmma kernel's time goes, block by block: clock stamps planted into its source.
+"""Where a warp-specialized wgmma kernel's or a SIMT kernel's time goes, block by block: clock stamps planted
+into its source.
 
     python benchmarks/ws_timeline.py KERNEL@MxNxK [KERNEL@MxNxK ...] [--json FILE]      (GPU)
 
 KERNEL is a kernel of the shipped results (any GPU's file); the layout is the kernel's. The script renders
-the kernel, plants stamps (%globaltimer and clock64) at the producer's and the consumers' milestones and
-clock counters around their waits and their work, gates and times the planted kernel against the plain
-one and cuBLAS, runs it once more after an L2 flush and prints, per kernel, medians over its blocks:
+the kernel, plants stamps (%globaltimer, clock64 and the block's SM) at its milestones and, in a
+warp-specialized kernel, clock counters around its roles' waits and work; gates and times the planted kernel
+against the plain one and cuBLAS; runs it RUNS more times after an L2 flush and prints, per kernel, the
+median over those runs of:
 
-  phases   entry -> the first stage landed -> split -> the consumers' first stage -> the epilogue -> the end
-  regions  the clocks each role spent per block: the producer waiting on full and empty, splitting B,
-           issuing copies; the consumers waiting on ready, splitting A, issuing wgmma, waiting for them,
-           adding the partial
+  grid     when the blocks enter after the first (median, last), when the last ends, blocks an SM, how
+           long an SM has blocks (its first entry to its last end) and that as a share of the grid's span
+  phases   medians over the blocks: entry -> the first stage landed -> split -> the consumers' first stage
+           -> the epilogue -> the end (warp-specialized), entry -> the first stage landed -> the epilogue
+           -> the end (SIMT, thread 0's)
+  regions  (warp-specialized) the clocks each role spent per block: the producer waiting on full and empty,
+           splitting B, issuing copies; the consumers waiting on ready, splitting A, issuing wgmma, waiting
+           for them, adding the partial
 
 The kernels it knows: cp.async warp-specialized 3xTF32, one block an SM, one tile a block (not persistent),
-unsplit K, at most 16384 blocks. The regions are counted by one producer thread and one thread of
-consumer 0. The stamps cost a few percent (planted vs plain in the header line). Session 39 found with it
-that a 128x128 3xTF32 K step takes 1.3-1.4 us where its tensor work is 0.78 us: the two consumers split A
-in step while the tensor cores idle, and the producer's split of B took 0.78 us a stage (0.48-0.67 once it
-loaded two float4s at a time).
+unsplit K; cp.async SIMT kernels of unsplit K; at most 16384 blocks. The regions are counted by one
+producer thread and one thread of consumer 0. The stamps cost a few percent (planted vs plain in the header
+line). Session 39 found with it that a 128x128 3xTF32 K step takes 1.3-1.4 us where its tensor work is
+0.78 us: the two consumers split A in step while the tensor cores idle, and the producer's split of B took
+0.78 us a stage (0.48-0.67 once it loaded two float4s at a time). The SIMT stamps and the grid line are for
+the launch-sized shapes (session 45: Nsight Compute saw the SMs idle 1.8 us of a 4.3 us tiny SIMT kernel,
+cuBLAS's alike): where that time sits, the blocks' entry, their work or the grid's drain.
 """
 from __future__ import annotations
 
@@ -39,6 +47,11 @@ __device__ __forceinline__ void tl_stamp(int i) {{
     asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
     gg_tl[blockIdx.x * 32 + i] = g; gg_tl[blockIdx.x * 32 + 16 + i] = c;
 }}
+__device__ __forceinline__ void tl_sm() {{   // the block's SM, in the unused globaltimer slot 15
+    unsigned s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    gg_tl[blockIdx.x * 32 + 15] = s;
+}}
 #define TL(i) tl_stamp(i)
 #define TK(v) {{ const long long now_ = clock64(); v += now_ - tk_mark; tk_mark = now_; }}
 """
@@ -47,27 +60,43 @@ STAMPS = {0: "entry", 1: "inputs ready (griddepcontrol.wait)", 2: "producer: fir
           3: "producer: first stage split", 5: "consumer 0: first stage ready", 6: "consumer 0: epilogue",
           14: "consumer 0: end"}
 PHASES = [(0, 1), (1, 2), (2, 3), (3, 5), (5, 6), (6, 14), (0, 14)]
+SIMT_STAMPS = {0: "entry", 2: "first stage landed", 6: "epilogue", 14: "end"}
+SIMT_PHASES = [(0, 2), (2, 6), (6, 14), (0, 14)]
 REGIONS = {0: "producer: waiting on full", 1: "producer: splitting B", 2: "producer: waiting on empty",
            3: "producer: issuing copies", 8: "consumer: waiting on ready", 9: "consumer: splitting A",
            10: "consumer: issuing wgmma", 11: "consumer: waiting for wgmma", 12: "consumer: adding the partial"}
 
 
-def plant(code: str) -> str:
-    """The kernel source with the stamps; SystemExit naming an anchor the template no longer has (the
-    cp.async warp-specialized 3xTF32 kernels without split-K are the ones it knows)."""
+def _replaced(code: str, old: str, new: str, times: int = 1) -> str:
+    """``code`` with the anchor ``old`` (there ``times`` times) replaced; SystemExit naming it otherwise."""
+    if code.count(old) != times:
+        raise SystemExit(f"ws_timeline: this kernel's source has {code.count(old)} of the anchor {old[:60]!r}, not {times}")
+    return code.replace(old, new)
+
+
+def _closed(code: str, last: str) -> str:
+    """``code`` with ``last`` before the kernel's closing brace (the source's last character)."""
+    body = code.rstrip()
+    if not body.endswith("}"):
+        raise SystemExit("ws_timeline: the source does not end with the kernel's closing brace")
+    return body[:-1] + last + "\n}\n"
+
+
+def plant(code: str, kind: str = "ws") -> str:
+    """The kernel source with the stamps of ``kind`` (ws or simt, see :func:`kind_of`); SystemExit naming an
+    anchor the template no longer has."""
+    if kind == "simt":
+        return plant_simt(code)
     # A ragged K's last stage has a copy of the consumer's step of its own (after the loop): its anchors, and
     # stamps, are there twice.
     steps = 2 if "if (kfull < ktiles) {" in code else 1
 
     def sub(old: str, new: str, times: int = 1) -> None:
         nonlocal code
-        if code.count(old) != times:
-            raise SystemExit(f"ws_timeline: this kernel's source has {code.count(old)} of the anchor {old[:60]!r}, "
-                             f"not {times}")
-        code = code.replace(old, new)
+        code = _replaced(code, old, new, times)
 
     sub('extern "C" __global__', HEAD + '\nextern "C" __global__')
-    sub("    const int wg = threadIdx.x / 128;", "    const int wg = threadIdx.x / 128;\n    if (threadIdx.x == 0) TL(0);")
+    sub("    const int wg = threadIdx.x / 128;", "    const int wg = threadIdx.x / 128;\n    if (threadIdx.x == 0) { TL(0); tl_sm(); }")
     sub('asm volatile("griddepcontrol.wait;" ::: "memory");   // the copies or the scale ahead of this kernel are done\n    #endif',
         'asm volatile("griddepcontrol.wait;" ::: "memory");\n    #endif\n    if (threadIdx.x == 0) TL(1);')
     sub("setmaxnreg_dec<72>();", "setmaxnreg_dec<72>(); long long tk_mark = clock64(), PF = 0, PS = 0, PE = 0, PC = 0;")
@@ -91,11 +120,22 @@ def plant(code: str) -> str:
     sub("if (tid == 0) mbar_arrive(&empty[s]);", "if (tid == 0) mbar_arrive(&empty[s]); TK(CP)", steps)
     sub("// ---- epilogue: C = alpha * acc + beta * C;",
         "if (threadIdx.x == 128 && tl_first) TL(6); tl_first = false;\n        // ---- epilogue: C = alpha * acc + beta * C;")
-    body = code.rstrip()
-    if not body.endswith("}"):
-        raise SystemExit("ws_timeline: the source does not end with the kernel's closing brace")
-    return body[:-1] + ("    if (threadIdx.x == 128) { TL(14); unsigned long long* q = gg_acc + blockIdx.x * 16 + 8;"
-                        " q[0] = CR; q[1] = CA; q[2] = CW; q[3] = CT; q[4] = CP; }\n}\n")
+    return _closed(code, "    if (threadIdx.x == 128) { TL(14); unsigned long long* q = gg_acc + blockIdx.x * 16 + 8;"
+                         " q[0] = CR; q[1] = CA; q[2] = CW; q[3] = CT; q[4] = CP; }")
+
+
+def plant_simt(code: str) -> str:
+    """A cp.async SIMT kernel's source with thread 0's stamps: entry (and its SM), the first K step's stage
+    landed (after the barrier that follows its wait), the epilogue, the end."""
+    code = _replaced(code, 'extern "C" __global__', HEAD + '\nextern "C" __global__')
+    smem = "    extern __shared__ __align__(16) float smem[];\n"
+    code = _replaced(code, smem, smem + "    if (threadIdx.x == 0) { TL(0); tl_sm(); }\n")
+    landed = re.search(r"cp_async_wait<STAGES - 2>\(\);[^\n]*\n\s*__syncthreads\(\);[^\n]*\n", code)
+    if not landed or code.count("cp_async_wait<STAGES - 2>();") != 1:
+        raise SystemExit("ws_timeline: this kernel's source has no one main-loop wait on a stage followed by a barrier")
+    code = code[:landed.end()] + "        if (threadIdx.x == 0 && kt == 0) TL(2);\n" + code[landed.end():]
+    code = _replaced(code, "    // ---- epilogue", "    if (threadIdx.x == 0) TL(6);\n    // ---- epilogue")
+    return _closed(code, "    if (threadIdx.x == 0) TL(14);")
 
 
 def configs() -> dict:
@@ -107,9 +147,17 @@ def configs() -> dict:
     return out
 
 
+def kind_of(c: dict) -> str:
+    """Whose stamps a config (a dict) takes: simt or ws (check :func:`known_kind` first)."""
+    return "simt" if c["family"] == "simt" else "ws"
+
+
 def known_kind(c: dict) -> str | None:
     """Why the stamps do not fit a config (a dict), or None: they are written for cp.async warp-specialized
-    3xTF32 kernels of one block an SM, one tile a block and unsplit K."""
+    3xTF32 kernels of one block an SM, one tile a block and unsplit K, and for cp.async SIMT kernels of
+    unsplit K."""
+    if c["family"] == "simt":
+        return None if c["async_copy"] and c["split_k"] == 1 else "a SIMT kernel without cp.async stages, or split K"
     if not (c["family"] == "tf32x3" and c.get("tma") and c["async_copy"]):
         return "not a cp.async warp-specialized 3xTF32 kernel"
     if c["min_blocks"] != 1 or c["split_k"] != 1 or c.get("persistent") or c.get("pingpong"):
@@ -142,7 +190,7 @@ def parse_item(text: str, known: dict) -> tuple[str, str]:
     why = known_kind(known[name])
     if why:
         raise ValueError(f"kernel {name!r} is {why}: the stamps fit cp.async warp-specialized 3xTF32 kernels, "
-                         "one block an SM, one tile a block, unsplit K")
+                         "one block an SM, one tile a block, unsplit K, and cp.async SIMT kernels of unsplit K")
     M, N, K = sizes(mnk, text)
     g = KernelConfig.from_dict(known[name]).grid(M, N, K)
     if g[0] * g[1] * g[2] > BLOCKS:
@@ -150,8 +198,28 @@ def parse_item(text: str, known: dict) -> tuple[str, str]:
     return name, mnk
 
 
-def measure(session, config, shape, code: str) -> dict:
-    """Gate and time the planted and the plain kernel against cuBLAS; one more flushed run's stamps."""
+RUNS = 9   # flushed runs whose stamps are read: each figure is the median of the runs' figures
+
+
+def grid_figures(t, blocks: int) -> dict:
+    """One run's grid, from its stamps ``t`` (blocks x 32: globaltimer ns at 0..14, the SM at 15): when the
+    blocks enter after the first (median, last), when the last ends, the blocks an SM ran (median, most),
+    how long an SM had blocks (its first entry to its last end, median) and that over the grid's span."""
+    import numpy as np
+
+    t = t[:blocks]
+    g0, end = t[:, 0].min(), t[:, 14].max()
+    entry = (t[:, 0] - g0) / 1e3
+    sms = np.unique(t[:, 15], return_counts=True)
+    spans = [(t[t[:, 15] == s, 14].max() - t[t[:, 15] == s, 0].min()) / 1e3 for s in sms[0]]
+    return {"entry_median_us": float(np.median(entry)), "entry_last_us": float(entry.max()),
+            "last_block_end_us": float((end - g0) / 1e3), "blocks_per_sm_median": float(np.median(sms[1])),
+            "blocks_per_sm_most": int(sms[1].max()), "sm_busy_median_us": float(np.median(spans)),
+            "sm_busy_share": float(np.median(spans) * 1e3 / max(end - g0, 1))}
+
+
+def measure(session, config, shape, code: str, kind: str = "ws") -> dict:
+    """Gate and time the planted and the plain kernel against cuBLAS; RUNS more flushed runs' stamps."""
     import cupy
     import numpy as np
 
@@ -163,34 +231,47 @@ def measure(session, config, shape, code: str) -> dict:
             v = cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(int(v), count * 8, k.module), 0)
         return cupy.ndarray((count,), cupy.uint64, v)
     tl, acc = buffer("gg_tl", BLOCKS * 32), buffer("gg_acc", BLOCKS * 16)
-    tl.fill(0)
-    acc.fill(0)
     stream = cupy.cuda.get_current_stream()
-    session.flush(stream)
-    k.launch(session.problem(shape).operands(1.0, 0.0))
-    stream.synchronize()
     blocks = int(np.prod(config.grid(shape.M, shape.N, shape.K)))
-    t = tl.get().reshape(BLOCKS, 32)[:blocks].astype(np.int64)
-    sums = acc.get().reshape(BLOCKS, 16)[:blocks].astype(np.int64)
     mhz, assumed = (planted.clock_mhz[1], False) if planted.clock_mhz[1] else (session.spec.clock_mhz, True)
-    clocks = t[:, 16:]
-    def span(a: int, b: int):
-        ok = (clocks[:, a] > 0) & (clocks[:, b] > 0)
-        return round(float(np.median((clocks[ok, b] - clocks[ok, a]) / mhz)), 3) if ok.any() else None
-    g0 = t[:, 0].min()
+    stamps, phases = (SIMT_STAMPS, SIMT_PHASES) if kind == "simt" else (STAMPS, PHASES)
+    runs = []
+    for _ in range(RUNS):
+        tl.fill(0)
+        acc.fill(0)
+        session.flush(stream)
+        k.launch(session.problem(shape).operands(1.0, 0.0))
+        stream.synchronize()
+        t = tl.get().reshape(BLOCKS, 32)[:blocks].astype(np.int64)
+        clocks = t[:, 16:]
+        def span(a: int, b: int):
+            ok = (clocks[:, a] > 0) & (clocks[:, b] > 0)
+            return float(np.median((clocks[ok, b] - clocks[ok, a]) / mhz)) if ok.any() else None
+        sums = acc.get().reshape(BLOCKS, 16)[:blocks].astype(np.int64)
+        runs.append({"phases_us": {f"{stamps[a]} -> {stamps[b]}": span(a, b) for a, b in phases},
+                     "regions_us": {v: float(np.median(sums[:, i])) / mhz for i, v in REGIONS.items()}
+                     if kind == "ws" else {}, "grid": grid_figures(t, blocks)})
+    def median(get):
+        got = [v for v in map(get, runs) if v is not None]
+        return round(float(np.median(got)), 3) if got else None
     return {"kernel": config.name, "shape": str(shape), "blocks": blocks, "sm_mhz": mhz, "mhz_assumed": assumed,
             "planted_us": planted.ms * 1e3, "plain_us": plain.ms * 1e3, "cublas_us": plain.cublas_ms * 1e3,
-            "last_block_end_us": round(float((t[:, 14].max() - g0) / 1e3), 2),
-            "phases_us": {f"{STAMPS[a]} -> {STAMPS[b]}": span(a, b) for a, b in PHASES},
-            "regions_us": {v: round(float(np.median(sums[:, i])) / mhz, 3) for i, v in REGIONS.items()}}
+            "runs": RUNS, "grid": {key: median(lambda r: r["grid"][key]) for key in runs[0]["grid"]},
+            "phases_us": {key: median(lambda r: r["phases_us"][key]) for key in runs[0]["phases_us"]},
+            "regions_us": {key: median(lambda r: r["regions_us"][key]) for key in runs[0]["regions_us"]}}
 
 
 def report(row: dict) -> str:
+    g = row["grid"]
     lines = [f"{row['kernel']} at {row['shape']}: {row['blocks']} blocks, plain {row['plain_us']:.1f} us "
-             f"(planted {row['planted_us']:.1f}), cuBLAS {row['cublas_us']:.1f} us; last block ends at "
-             f"{row['last_block_end_us']} us; clocks at {row['sm_mhz']} MHz{' (assumed)' if row['mhz_assumed'] else ''}"]
+             f"(planted {row['planted_us']:.1f}), cuBLAS {row['cublas_us']:.1f} us; clocks at {row['sm_mhz']} "
+             f"MHz{' (assumed)' if row['mhz_assumed'] else ''}; medians of {row['runs']} flushed runs",
+             f"  grid: blocks enter {g['entry_median_us']} us after the first (the last {g['entry_last_us']}), the last "
+             f"ends at {g['last_block_end_us']} us; {g['blocks_per_sm_median']:g} blocks an SM (at most "
+             f"{g['blocks_per_sm_most']}), an SM busy {g['sm_busy_median_us']} us ({g['sm_busy_share']:.0%} of the span)"]
     lines += [f"  {k:70s} {v if v is not None else '-':>8} us" for k, v in row["phases_us"].items()]
-    lines += ["  per block, clocks by region:"] + [f"    {k:40s} {v:8.2f} us" for k, v in row["regions_us"].items()]
+    if row["regions_us"]:
+        lines += ["  per block, clocks by region:"] + [f"    {k:40s} {v:8.2f} us" for k, v in row["regions_us"].items()]
     return "\n".join(lines)
 
 
@@ -217,8 +298,9 @@ def main(argv=None) -> int:
     session, rows = Session(0), []
     for name, mnk in items:
         config = KernelConfig.from_dict(known[name])
+        kind = kind_of(known[name])
         row = measure(session, config, Shape.parse(f"{mnk}/{config.layout}"),
-                      plant(render_validated(config, session.spec.arch).code))
+                      plant(render_validated(config, session.spec.arch).code, kind), kind)
         print(report(row), flush=True)
         rows.append(row)
     if args.json:
