@@ -9,11 +9,13 @@ warp-specialized kernel, clock counters around its roles' waits and work; gates 
 against the plain one and cuBLAS; runs it RUNS more times after an L2 flush and prints, per kernel, the
 median over those runs of:
 
-  grid     when the blocks enter after the first (median, last), when the last ends, blocks an SM, how
-           long an SM has blocks (its first entry to its last end) and that as a share of the grid's span
+  grid     when the blocks enter after the first (median, last), when the last ends, the SMs used and
+           blocks an SM, how long an SM has blocks (its first entry to its last end; and the mean over all
+           the GPU's SMs as a share of the grid's span), the globaltimer's step (figures near it are noise);
+           each figure's median is taken on its own
   phases   medians over the blocks: entry -> the first stage landed -> split -> the consumers' first stage
            -> the epilogue -> the end (warp-specialized), entry -> the first stage landed -> the epilogue
-           -> the end (SIMT, thread 0's)
+           -> the end (SIMT, thread 0's; the end after a barrier)
   regions  (warp-specialized) the clocks each role spent per block: the producer waiting on full and empty,
            splitting B, issuing copies; the consumers waiting on ready, splitting A, issuing wgmma, waiting
            for them, adding the partial
@@ -126,7 +128,8 @@ def plant(code: str, kind: str = "ws") -> str:
 
 def plant_simt(code: str) -> str:
     """A cp.async SIMT kernel's source with thread 0's stamps: entry (and its SM), the first K step's stage
-    landed (after the barrier that follows its wait), the epilogue, the end."""
+    landed (after the barrier that follows its wait), the epilogue, the end (after a barrier: every warp's
+    stores issued)."""
     code = _replaced(code, 'extern "C" __global__', HEAD + '\nextern "C" __global__')
     smem = "    extern __shared__ __align__(16) float smem[];\n"
     code = _replaced(code, smem, smem + "    if (threadIdx.x == 0) { TL(0); tl_sm(); }\n")
@@ -135,7 +138,7 @@ def plant_simt(code: str) -> str:
         raise SystemExit("ws_timeline: this kernel's source has no one main-loop wait on a stage followed by a barrier")
     code = code[:landed.end()] + "        if (threadIdx.x == 0 && kt == 0) TL(2);\n" + code[landed.end():]
     code = _replaced(code, "    // ---- epilogue", "    if (threadIdx.x == 0) TL(6);\n    // ---- epilogue")
-    return _closed(code, "    if (threadIdx.x == 0) TL(14);")
+    return _closed(code, "    __syncthreads();   // the block's last store issued\n    if (threadIdx.x == 0) TL(14);")
 
 
 def configs() -> dict:
@@ -201,21 +204,28 @@ def parse_item(text: str, known: dict) -> tuple[str, str]:
 RUNS = 9   # flushed runs whose stamps are read: each figure is the median of the runs' figures
 
 
-def grid_figures(t, blocks: int) -> dict:
+def grid_figures(t, blocks: int, sm_count: int) -> dict:
     """One run's grid, from its stamps ``t`` (blocks x 32: globaltimer ns at 0..14, the SM at 15): when the
-    blocks enter after the first (median, last), when the last ends, the blocks an SM ran (median, most),
-    how long an SM had blocks (its first entry to its last end, median) and that over the grid's span."""
+    blocks enter after the first (median, last), when the last ends, the SMs that ran blocks and how many
+    each (median, most), how long an SM had blocks (its first entry to its last end: median, and the mean
+    over all ``sm_count`` SMs, idle ones at 0, as a share of the grid's span), and the globaltimer's
+    step (the least gap between distinct stamps: figures near it are noise)."""
     import numpy as np
 
     t = t[:blocks]
+    if not (t[:, [0, 14]] > 0).all():
+        raise SystemExit("ws_timeline: a block left no entry or end stamp (the planted anchors moved?)")
     g0, end = t[:, 0].min(), t[:, 14].max()
     entry = (t[:, 0] - g0) / 1e3
     sms = np.unique(t[:, 15], return_counts=True)
     spans = [(t[t[:, 15] == s, 14].max() - t[t[:, 15] == s, 0].min()) / 1e3 for s in sms[0]]
+    gaps = np.diff(np.unique(t[:, [0, 14]]))
     return {"entry_median_us": float(np.median(entry)), "entry_last_us": float(entry.max()),
-            "last_block_end_us": float((end - g0) / 1e3), "blocks_per_sm_median": float(np.median(sms[1])),
-            "blocks_per_sm_most": int(sms[1].max()), "sm_busy_median_us": float(np.median(spans)),
-            "sm_busy_share": float(np.median(spans) * 1e3 / max(end - g0, 1))}
+            "last_block_end_us": float((end - g0) / 1e3), "sms_used": len(sms[0]),
+            "blocks_per_sm_median": float(np.median(sms[1])), "blocks_per_sm_most": int(sms[1].max()),
+            "sm_busy_median_us": float(np.median(spans)),
+            "sm_busy_share": float(sum(spans) * 1e3 / sm_count / max(end - g0, 1)),
+            "timer_step_us": float(gaps.min() / 1e3) if len(gaps) else 0.0}
 
 
 def measure(session, config, shape, code: str, kind: str = "ws") -> dict:
@@ -250,7 +260,7 @@ def measure(session, config, shape, code: str, kind: str = "ws") -> dict:
         sums = acc.get().reshape(BLOCKS, 16)[:blocks].astype(np.int64)
         runs.append({"phases_us": {f"{stamps[a]} -> {stamps[b]}": span(a, b) for a, b in phases},
                      "regions_us": {v: float(np.median(sums[:, i])) / mhz for i, v in REGIONS.items()}
-                     if kind == "ws" else {}, "grid": grid_figures(t, blocks)})
+                     if kind == "ws" else {}, "grid": grid_figures(t, blocks, session.spec.sm_count)})
     def median(get):
         got = [v for v in map(get, runs) if v is not None]
         return round(float(np.median(got)), 3) if got else None
@@ -267,8 +277,9 @@ def report(row: dict) -> str:
              f"(planted {row['planted_us']:.1f}), cuBLAS {row['cublas_us']:.1f} us; clocks at {row['sm_mhz']} "
              f"MHz{' (assumed)' if row['mhz_assumed'] else ''}; medians of {row['runs']} flushed runs",
              f"  grid: blocks enter {g['entry_median_us']} us after the first (the last {g['entry_last_us']}), the last "
-             f"ends at {g['last_block_end_us']} us; {g['blocks_per_sm_median']:g} blocks an SM (at most "
-             f"{g['blocks_per_sm_most']}), an SM busy {g['sm_busy_median_us']} us ({g['sm_busy_share']:.0%} of the span)"]
+             f"ends at {g['last_block_end_us']} us; {g['sms_used']:g} SMs ran {g['blocks_per_sm_median']:g} blocks "
+             f"each (at most {g['blocks_per_sm_most']:g}), busy {g['sm_busy_median_us']} us (all SMs: "
+             f"{g['sm_busy_share']:.0%} of the span); globaltimer step {g['timer_step_us']} us"]
     lines += [f"  {k:70s} {v if v is not None else '-':>8} us" for k, v in row["phases_us"].items()]
     if row["regions_us"]:
         lines += ["  per block, clocks by region:"] + [f"    {k:40s} {v:8.2f} us" for k, v in row["regions_us"].items()]
