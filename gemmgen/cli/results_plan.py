@@ -20,6 +20,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..base.devices import known
     from ..base.shape import Shape
     from ..records.lookup import load_device
+    from ..runtime import gemv
     from ..runtime.library import KernelLibrary
     from ..runtime.precision import check_family
     from ..runtime.counts import aligned_for
@@ -35,6 +36,11 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     lib = KernelLibrary(spec, found.entries, timings=found.timings)
     mnk = (s.M, s.N, s.K)
     lda, ldb = (s.K if s.layout[0] == "N" else s.M), (s.N if s.layout[1] == "N" else s.K)
+    cublas = found.timings.cublas.get("fp32", {}).get(s.key)
+    if gemv.serves(s.M, s.N, "fp32", family):   # one row or column of C: the matrix-vector kernels, no model
+        name = gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count).config.name
+        return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
+                "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0}}
     copy_a, copy_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
     if fit is None:
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
@@ -42,7 +48,6 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     copies = copies_ms(*mnk, s.layout, run.layout, copy_a, copy_b, lib.copy_bandwidth)
     rows = sorted(((f.predict(s, aligned_for(f.config, s)), f) for f in lib.candidates("fp32", s.layout, family)
                    if f.config.accepts(*mnk) is None), key=lambda t: (t[0], t[1].config.name))
-    cublas = found.timings.cublas.get("fp32", {}).get(s.key)
     return {"gpu": found.name, "shape": s.key,
             "plan": {"kernel": fit.config.name, "layout": run.layout, "copies": "A" * copy_a + "B" * copy_b,
                      "predicted_ms": plan_ms(fit, *mnk, s.layout, lda, ldb, copy_a, copy_b, lib.copy_bandwidth),
@@ -56,6 +61,9 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
 def text(rows: dict[str, Any]) -> str:
     """The plan and its candidates as a few readable lines."""
     p = rows["plan"]
+    if p["predicted_ms"] is None:
+        return (f"{rows['gpu']}, {rows['shape']}: {p['kernel']}\n  the matrix-vector route (one row or column of C, "
+                "gemmgen/runtime/gemv.py): bandwidth-bound kernels, not the tuned GEMM kernels; no time model")
     out = [f"{rows['gpu']}, {rows['shape']}: {p['kernel']}"
            + (f" after copying {' and '.join(p['copies'])} into layout {p['layout']} ({p['copies_ms'] * 1e3:.1f} us)"
               if p["copies"] else ""),

@@ -27,12 +27,18 @@ from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
+from . import gemv
 from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, ranked, serves
 from .staging import copied_ld, stage_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
 
 _LIBRARIES: dict[tuple, "KernelLibrary"] = {}
 _LOCK = threading.Lock()
+
+
+def packed_lds(M: int, N: int, K: int, layout: str, lda: int | None, ldb: int | None, ldc: int | None) -> tuple:
+    """(lda, ldb, ldc), each the given one or the packed operand's (N: row-major, T: column-major)."""
+    return (lda or (K if layout[0] == "N" else M), ldb or (N if layout[1] == "N" else K), ldc or N)
 
 
 class NoTunedKernels(LookupError):
@@ -89,7 +95,11 @@ class KernelLibrary:
             if precision not in PRECISIONS:
                 raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
             check_family(family, precision)
-            kernel = self._choice[key] = self._pick(*key)
+            if gemv.serves(M, N, precision, family):   # one row or column of C: a matrix-vector kernel
+                kernel = gemv.GemvKernel(M, N, K, layout, *packed_lds(M, N, K, layout, lda, ldb, ldc), self.spec.sm_count)
+            else:
+                kernel = self._pick(*key)
+            self._choice[key] = kernel
         return kernel
 
     def plan_for(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, precision: str = "fp32",
@@ -102,6 +112,8 @@ class KernelLibrary:
         rounded up to 16 bytes). Cached per request."""
         key = (M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned)
         plan = self._plans.get(key)
+        if plan is None and gemv.serves(M, N, precision, family, elem):   # no copies: X is read once either way
+            plan = self._plans[key] = (self.kernel_for(M, N, K, layout, lda, ldb, ldc, precision, family), False, False)
         if plan is None:
             align = 16 // elem
             pack_a, pack_b, fit = self.staged_fit(M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned, elem)

@@ -120,7 +120,7 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
         kernel, pack_a, pack_b = lib.plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned, a.itemsize)
         stream = stream or cupy.cuda.get_current_stream()
         settled = True
-        if a.itemsize == 4 and autotune.candidates_per_request():   # opt-in: time a few kernels, keep the fastest
+        if a.itemsize == 4 and autotune.candidates_per_request() and kernel.config.family != "gemv":   # opt-in tuning
             (kernel, pack_a, pack_b), settled = autotune.tuned_plan(
                 lib, (M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned), (kernel, pack_a, pack_b),
                 autotune.runner(a, b, la, lb, M, N, K, lda, ldb, ldc, stream), stream)

@@ -1,0 +1,203 @@
+"""Products with one row or one column (M == 1 or N == 1): matrix-vector kernels, not GEMM tiles.
+
+C = alpha * A @ B + beta * C with M == 1 or N == 1 is a matrix-vector product: one operand, X, is read
+once and whole (K x N for one row of C, M x K for one column), the other is a vector v of K elements, and
+the time is X's bytes over the memory bandwidth. A GEMM tile pads the vector side to its own width (a
+128-row 3xTF32 tile does 128 times the work) and runs at a third of the bandwidth; cuBLAS switches to a
+GEMV kernel there (H200, 1x4096x4096: 24 us, 2.8 TB/s; the tuned GEMM kernels ran 0.70-0.78x of it,
+session 46). Two kernels of SOURCE (templates/gemv.cu) cover the four layouts (:func:`route`):
+
+- gg_gemv_rows: X's rows run along k (A stored N for N == 1, B stored T for M == 1): 4..32 lanes a row
+  (by K), each row's first elements up to a 16-byte boundary one by one, the rest 16 bytes at a time,
+  four loads in flight a lane, a shuffle sum at the end;
+- gg_gemv_cols: X's rows are k (A stored T, B stored N): a thread owns 4 consecutive outputs, a block
+  up to 64 such threads across and the rest of its 256 walking k (eight rows of X in flight), the
+  k-groups' sums met in shared memory in a fixed order.
+
+Where the outputs give too few blocks for two waves, or a thread of gg_gemv_cols would wait for more
+than ROUNDS rounds of loads, K is split into ``slices``: each writes its partial sums to a workspace and
+gg_gemv_reduce adds them in slice order (deterministic, no atomics; launched as a programmatic
+dependent on sm_90), then applies alpha and beta. beta == 0 never reads C; Inf and NaN in A or B
+propagate as in SGEMM (plain fp32 products and sums). H200, 20 such shapes: 0.89-1.43x cuBLAS, geomean
+1.16x (docs/PERFORMANCE.md, session 46).
+
+Requests of the fp32 class (no family, or the simt family: these are FP32-unit kernels) with float32
+inputs take this route (:func:`serves`); the library hands out a :class:`GemvKernel` where it would
+hand out a GEMM kernel, with the same launch interface (``loaded.prepared``, ``loaded.workspace_floats``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..base.paths import data_dir
+from ..measure import launch as _launch
+from ..measure.launch import ParamBuffer, param_struct
+from ..measure.pdl import Dependent, supported
+
+SOURCE = (data_dir("templates") / "gemv.cu").read_text()   # hand-written CUDA, not a Jinja template
+_MAIN = param_struct("_Gemv", "R:i K:i kchunk:i width:i alpha:f X:p ldx:q v:p incv:q beta:f y:p incy:q W:p")
+_REDUCE = param_struct("_GemvReduce", "R:i S:i alpha:f W:p beta:f y:p incy:q")
+WAVES = 2             # blocks a kernel should have per SM before K is split: enough loads in flight
+ROUNDS = 4            # the most rounds of eight loads a thread of gg_gemv_cols waits for in turn before K is split
+ROW_ROUNDS = 32       # ... of four loads, a lane of gg_gemv_rows (its split costs a reduce kernel more than its rounds)
+MAX_SLICES = 128      # the most K slices (the workspace holds slices x outputs floats)
+MIN_SLICE = 64        # the fewest k a slice walks
+_MODULES: dict[int, object] = {}
+_FUNCTIONS: dict[tuple[int, str], int] = {}
+
+
+def serves(M: int, N: int, precision: str, family: str | None, elem: int = 4) -> bool:
+    """Whether a request takes the matrix-vector route: one row or one column of C, float32 inputs in
+    the fp32 class, and no family asked for but simt (these kernels use the FP32 units only)."""
+    return min(M, N) == 1 and precision == "fp32" and family in (None, "simt") and elem == 4
+
+
+class Route(NamedTuple):
+    """How a request maps onto the kernels: ``kind`` "rows" or "cols"; X is operand ``x`` ("A" or "B"),
+    the vector the other; ``R`` outputs y[r] at C + r * incy; X's rows ldx apart (k-contiguous rows for
+    "rows", rows of k for "cols"), the vector's elements incv apart; ``width``: lanes a row ("rows") or
+    threads across a block, 4 outputs each ("cols"); K split into ``slices`` of ``kchunk``."""
+
+    kind: str
+    x: str
+    R: int
+    ldx: int
+    incv: int
+    incy: int
+    width: int
+    slices: int
+    kchunk: int
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        per_block = 256 // self.width if self.kind == "rows" else 4 * self.width
+        return -(-self.R // per_block), self.slices, 1
+
+
+def _pow2(n: int) -> int:
+    """The least power of two >= n (n >= 1)."""
+    return 1 << (max(1, n) - 1).bit_length()
+
+
+def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_count: int) -> Route:
+    """The kernel, operand roles, block shape and K slices of a request with M == 1 or N == 1 (C
+    row-major, ldc apart; A and B stored as the layout letters say, N row-major, T column-major).
+
+    >>> route(4096, 1, 4096, "NN", 4096, 1, 1, 132)      # a column of C: X = A, its rows along k
+    Route(kind='rows', x='A', R=4096, ldx=4096, incv=1, incy=1, width=32, slices=1, kchunk=4096)
+    >>> route(1, 4096, 4096, "NN", 4096, 4096, 4096, 132)   # a row of C: X = B, its rows are k
+    Route(kind='cols', x='B', R=4096, ldx=4096, incv=1, incy=1, width=64, slices=32, kchunk=128)
+    """
+    if N == 1:   # y = C[:, 0] (ldc apart), X = A (M x K), v = B[:, 0]
+        kind = "rows" if layout[0] == "N" else "cols"
+        x, R, ldx, incv, incy = "A", M, lda, (ldb if layout[1] == "N" else 1), ldc
+    else:        # y = C[0, :], X = B (K x N), v = A[0, :]
+        kind = "cols" if layout[1] == "N" else "rows"
+        x, R, ldx, incv, incy = "B", N, ldb, (1 if layout[0] == "N" else lda), 1
+    if kind == "rows":   # lanes a row, 4 .. 32: a round of four 16-byte loads each covers the row's K
+        width = min(32, max(4, _pow2(K // 16 + 1) // 2))
+        blocks, per_round = -(-R * width // 256), width * 16                   # k a round of loads covers
+        least = K // MIN_SLICE
+    else:                # threads across: 4 outputs each, up to 64 (256 outputs a block); the rest walk k
+        width = min(64, _pow2(-(-R // 4)))
+        blocks, per_round = -(-R // (4 * width)), 8 * (256 // width)
+        least = K // max(MIN_SLICE, 256 // width)
+    rounds = ROUNDS if kind == "cols" else ROW_ROUNDS
+    want = max(-(-WAVES * sm_count // blocks), -(-K // (rounds * per_round)))
+    slices = max(1, min(want, MAX_SLICES, least))
+    kchunk = -(-(-(-K // slices)) // 4) * 4   # slices of whole 16-byte groups of k
+    return Route(kind, x, R, ldx, incv, incy, width, -(-K // kchunk), kchunk)
+
+
+@dataclass(frozen=True)
+class GemvConfig:
+    """What the rest of the library reads of a kernel's config (names, layout, the launch's needs)."""
+
+    name: str
+    layout: str
+    family: str = "gemv"
+    tensor_maps: bool = False
+    bounds: str = "checked"
+    interleave: bool = False
+    split_atomic: bool = False
+
+
+class GemvKernel:
+    """The matrix-vector route of one request, in the library's Kernel shape: ``config`` and ``loaded``
+    (itself: :meth:`prepared`, :meth:`workspace_floats`)."""
+
+    def __init__(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_count: int):
+        self.route = route(M, N, K, layout, lda, ldb, ldc, sm_count)
+        self.shape = (M, N, K, layout)
+        self.config = GemvConfig(f"gg_gemv_{self.route.kind}" + (f"_k{self.route.slices}" if self.route.slices > 1 else ""),
+                                 layout)
+        self.loaded = self
+        self.measured = None
+
+    def workspace_floats(self, M: int, N: int) -> int:
+        r = self.route
+        return r.slices * r.R if r.slices > 1 else 0
+
+    def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> "GemvLaunch":
+        assert (M, N, K) == self.shape[:3], "a GemvKernel serves the request it was made for"
+        return GemvLaunch(self.route, K)
+
+
+class GemvLaunch:
+    """The request's launches prepared (parameter buffers filled but for the pointers and scalars), called
+    as :class:`gemmgen.measure.launch.Launch` is."""
+
+    __slots__ = ("route", "fn", "main", "fn_reduce", "reduce", "reduce_after")
+
+    def __init__(self, route_: Route, K: int):
+        self.route, self.fn = route_, _function(f"gg_gemv_{route_.kind}")
+        self.main = ParamBuffer(_MAIN)
+        p = self.main.params
+        p.R, p.K, p.kchunk, p.width = route_.R, K, route_.kchunk, route_.width
+        p.ldx, p.incv, p.incy = route_.ldx, route_.incv, route_.incy
+        self.fn_reduce = self.reduce = self.reduce_after = None
+        if route_.slices > 1:
+            self.fn_reduce, self.reduce = _function("gg_gemv_reduce"), ParamBuffer(_REDUCE)
+            q = self.reduce.params
+            q.R, q.S, q.incy = route_.R, route_.slices, route_.incy
+            # the reduce is placed while the slices finish and waits for them in the kernel (.pdl), sm_90+
+            self.reduce_after = Dependent((-(-route_.R // 32), 1, 1), (256, 1, 1), 0) if _pdl() else None
+
+    def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0,
+                 behind: bool = False) -> None:
+        r, p = self.route, self.main.params
+        p.X, p.v = (A, B) if r.x == "A" else (B, A)
+        p.alpha, p.beta, p.y, p.W = alpha, beta, C, (workspace if self.reduce is not None else 0)
+        _launch.launch_kernel(self.fn, *r.grid, 256, 1, 1, 0, stream, self.main.argv_ptr, 0)
+        if self.reduce is not None:
+            q = self.reduce.params
+            q.alpha, q.beta, q.y, q.W = alpha, beta, C, workspace
+            if self.reduce_after is not None:
+                try:
+                    self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr)
+                    return
+                except RuntimeError:   # the driver refused the attribute (a capture it cannot record, say)
+                    self.reduce_after = None
+            _launch.launch_kernel(self.fn_reduce, -(-r.R // 32), 1, 1, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
+
+
+def _function(name: str) -> int:
+    """The CUfunction of kernel ``name`` of SOURCE on the current device (compiled once per device)."""
+    import cupy
+
+    key = (cupy.cuda.runtime.getDevice(), name)
+    ptr = _FUNCTIONS.get(key)
+    if ptr is None:
+        if key[0] not in _MODULES:
+            _MODULES[key[0]] = cupy.RawModule(code=SOURCE, options=("-std=c++17",))
+        ptr = _FUNCTIONS[key] = _MODULES[key[0]].get_function(name).kernel.ptr
+    return ptr
+
+
+def _pdl() -> bool:
+    """Whether the current device launches the reduce as a programmatic dependent (sm_90+, a driver with it)."""
+    import cupy
+
+    major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]
+    return supported(f"sm_{major}{minor}")

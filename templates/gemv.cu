@@ -1,0 +1,169 @@
+// gemmgen's matrix-vector kernels: C = alpha * A @ B + beta * C where M == 1 or N == 1 (gemmgen/runtime/gemv.py
+// says which requests take them and how the layouts map onto X, v and y). X is the operand read once and
+// whole, v the vector of K elements, y the row or column of C. Plain fp32 products and sums, as SGEMM's.
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 gemv.cu
+
+__device__ __forceinline__ void put(float* __restrict__ y, const float acc, const float alpha, const float beta) {
+    *y = beta == 0.0f ? alpha * acc : alpha * acc + beta * *y;   // beta == 0: C is never read
+}
+
+// v[k .. k + 3]: one 16-byte load (V4: v contiguous, k's element on 16 bytes), else four.
+template <bool V4>
+__device__ __forceinline__ float4 vec4(const float* __restrict__ v, const long long k, const long long incv) {
+    if (V4) return __ldg(reinterpret_cast<const float4*>(v + k));
+    return make_float4(__ldg(v + k * incv), __ldg(v + (k + 1) * incv), __ldg(v + (k + 2) * incv), __ldg(v + (k + 3) * incv));
+}
+
+__device__ __forceinline__ float dot4(const float4 a, const float4 b, float s) {
+    return fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, s))));
+}
+
+// One lane's part of x[kb .. kb + 4 * n4) . v[kb ..]: lanes l, l + tpr, ... of the 16-byte groups, four
+// loads in flight (the last fewer than four loaded together too).
+template <bool V4>
+__device__ __forceinline__ float row_part(const float4* __restrict__ x4, const float* __restrict__ v, const long long kb,
+                                          const long long incv, const int n4, const int l, const int tpr) {
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    int i = l;
+    for (; i + 3 * tpr < n4; i += 4 * tpr) {
+        const float4 a0 = __ldcs(x4 + i), a1 = __ldcs(x4 + i + tpr), a2 = __ldcs(x4 + i + 2 * tpr), a3 = __ldcs(x4 + i + 3 * tpr);
+        s0 = dot4(a0, vec4<V4>(v, kb + 4LL * i, incv), s0);
+        s1 = dot4(a1, vec4<V4>(v, kb + 4LL * (i + tpr), incv), s1);
+        s2 = dot4(a2, vec4<V4>(v, kb + 4LL * (i + 2 * tpr), incv), s2);
+        s3 = dot4(a3, vec4<V4>(v, kb + 4LL * (i + 3 * tpr), incv), s3);
+    }
+    if (i < n4) {
+        const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const bool in1 = i + tpr < n4, in2 = i + 2 * tpr < n4;
+        const float4 a0 = __ldcs(x4 + i), a1 = in1 ? __ldcs(x4 + i + tpr) : z, a2 = in2 ? __ldcs(x4 + i + 2 * tpr) : z;
+        s0 = dot4(a0, vec4<V4>(v, kb + 4LL * i, incv), s0);
+        if (in1) s1 = dot4(a1, vec4<V4>(v, kb + 4LL * (i + tpr), incv), s1);
+        if (in2) s2 = dot4(a2, vec4<V4>(v, kb + 4LL * (i + 2 * tpr), incv), s2);
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
+// y[r] (r < R) = alpha * X[r, :] . v + beta * y[r], X's rows contiguous along k (ldx apart). `tpr` lanes
+// (4 .. 32, a power of two) a row, 8 warps a block. Slice blockIdx.y of K goes to W[slice][r] when W is
+// given. A row's first elements up to a 16-byte boundary are read one by one, the rest 16 bytes at a time.
+extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows(
+    const int R, const int K, const int kchunk, const int tpr, const float alpha, const float* __restrict__ X,
+    const long long ldx, const float* __restrict__ v, const long long incv, const float beta, float* __restrict__ y,
+    const long long incy, float* __restrict__ W)
+{
+    const int l = threadIdx.x & (tpr - 1), r = (blockIdx.x * 256 + threadIdx.x) / tpr;
+    const int k0 = blockIdx.y * kchunk, k1 = min(K, k0 + kchunk);
+    const float* __restrict__ x = X + min(r, R - 1) * ldx;   // rows past R read row R - 1, never stored
+    const int head = min(k1 - k0, (int)(((16 - (reinterpret_cast<size_t>(x + k0) & 15)) & 15) >> 2));
+    const int kb = k0 + head, n4 = (k1 - kb) >> 2;
+    const float4* __restrict__ x4 = reinterpret_cast<const float4*>(x + kb);
+    float acc = incv == 1 && (reinterpret_cast<size_t>(v + kb) & 15) == 0 ? row_part<true>(x4, v, kb, incv, n4, l, tpr)
+                                                                          : row_part<false>(x4, v, kb, incv, n4, l, tpr);
+    if (l < head) acc = fmaf(x[k0 + l], __ldg(v + (long long)(k0 + l) * incv), acc);
+    for (int k = kb + 4 * n4 + l; k < k1; k += tpr) acc = fmaf(x[k], __ldg(v + (long long)k * incv), acc);
+    for (int o = tpr >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (l == 0 && r < R) {
+        if (W != nullptr) W[(long long)blockIdx.y * R + r] = acc;
+        else put(y + r * incy, acc, alpha, beta);
+    }
+}
+
+// y[r] (r < R) = alpha * sum_k X[k, r] v[k] + beta * y[r], X's rows are k (ldx apart), r contiguous. A block
+// is `rt` threads across (4 outputs each) by 256 / rt k-groups; group g walks k = k0 + g, k0 + g + 256 / rt,
+// ... of slice blockIdx.y, eight rows of X in flight, and the groups' sums meet in shared memory in group
+// order. W given: the block's sums go to W[slice][r].
+extern "C" __global__ void __launch_bounds__(256, 4) gg_gemv_cols(
+    const int R, const int K, const int kchunk, const int rt, const float alpha, const float* __restrict__ X,
+    const long long ldx, const float* __restrict__ v, const long long incv, const float beta, float* __restrict__ y,
+    const long long incy, float* __restrict__ W)
+{
+    __shared__ float4 part[256];
+    const int t = threadIdx.x % rt, g = threadIdx.x / rt, groups = 256 / rt;
+    const int r0 = (blockIdx.x * rt + t) * 4;
+    const int k0 = blockIdx.y * kchunk, k1 = min(K, k0 + kchunk);
+    const float* __restrict__ x = X + min(r0, R - 1);
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (r0 + 4 <= R && (reinterpret_cast<size_t>(x) & 15) == 0 && (ldx & 3) == 0) {
+        int k = k0 + g;
+        for (; k + 7 * groups < k1; k += 8 * groups) {
+            float4 a[8];
+            float b[8];
+            #pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                a[u] = __ldcs(reinterpret_cast<const float4*>(x + (long long)(k + u * groups) * ldx));
+                b[u] = __ldg(v + (long long)(k + u * groups) * incv);
+            }
+            #pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                acc.x = fmaf(a[u].x, b[u], acc.x); acc.y = fmaf(a[u].y, b[u], acc.y);
+                acc.z = fmaf(a[u].z, b[u], acc.z); acc.w = fmaf(a[u].w, b[u], acc.w);
+            }
+        }
+        if (k < k1) {   // the last fewer than eight rows, loaded together too
+            float4 a[8];
+            float b[8];
+            #pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                const bool in = k + u * groups < k1;
+                a[u] = in ? __ldcs(reinterpret_cast<const float4*>(x + (long long)(k + u * groups) * ldx)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                b[u] = in ? __ldg(v + (long long)(k + u * groups) * incv) : 0.0f;
+            }
+            #pragma unroll
+            for (int u = 0; u < 8; ++u) {
+                acc.x = fmaf(a[u].x, b[u], acc.x); acc.y = fmaf(a[u].y, b[u], acc.y);
+                acc.z = fmaf(a[u].z, b[u], acc.z); acc.w = fmaf(a[u].w, b[u], acc.w);
+            }
+        }
+    } else if (r0 < R) {   // 4-byte loads: rows not 16-byte aligned, or the last outputs
+        const int n = min(4, R - r0);
+        float a4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int k = k0 + g; k < k1; k += groups) {
+            const float b = __ldg(v + (long long)k * incv);
+            const float* __restrict__ row = x + (long long)k * ldx;
+            #pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (e < n) a4[e] = fmaf(__ldcs(row + e), b, a4[e]);
+        }
+        acc = make_float4(a4[0], a4[1], a4[2], a4[3]);
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    if (g == 0 && r0 < R) {
+        float4 sum = part[t];
+        for (int i = 1; i < groups; ++i) {
+            const float4 p = part[i * rt + t];
+            sum.x += p.x; sum.y += p.y; sum.z += p.z; sum.w += p.w;
+        }
+        const float out[4] = {sum.x, sum.y, sum.z, sum.w};
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            if (r0 + e >= R) break;
+            if (W != nullptr) W[(long long)blockIdx.y * R + r0 + e] = out[e];
+            else put(y + (r0 + e) * incy, out[e], alpha, beta);
+        }
+    }
+}
+
+// y[r] = alpha * (sum of the S slices' partials W[s][r], in slice order) + beta * y[r]: 32 outputs a
+// block, 8 threads each summing every 8th slice, then those 8 sums in a fixed order.
+extern "C" __global__ void __launch_bounds__(256) gg_gemv_reduce(
+    const int R, const int S, const float alpha, const float* __restrict__ W, const float beta,
+    float* __restrict__ y, const long long incy)
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");   // launched as the programmatic dependent of the slices
+#endif
+    __shared__ float part[8][33];
+    const int c = threadIdx.x & 31, g = threadIdx.x >> 5, r = blockIdx.x * 32 + c;
+    float s = 0.0f;
+    if (r < R)
+        for (int i = g; i < S; i += 8) s += W[(long long)i * R + r];
+    part[g][c] = s;
+    __syncthreads();
+    if (g == 0 && r < R) {
+        float t = part[0][c];
+        #pragma unroll
+        for (int i = 1; i < 8; ++i) t += part[i][c];
+        put(y + r * incy, t, alpha, beta);
+    }
+}

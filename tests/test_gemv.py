@@ -1,0 +1,98 @@
+"""The matrix-vector route (gemmgen.runtime.gemv) without a GPU: which requests take it, how each
+layout maps onto its two kernels (checked by running the mapping in numpy on strided operands), how K
+is split, the library handing it out, and its source compiling without spills."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gemmgen import build
+from gemmgen.base.devices import known
+from gemmgen.runtime import gemv
+from gemmgen.runtime.library import KernelLibrary
+
+LAYOUTS = ["NN", "NT", "TN", "TT"]
+
+
+def _stored(rng, rows, cols, letter, pad):
+    """(matrix, flat buffer, leading dimension) of a rows x cols matrix stored N (row-major) or T."""
+    outer, inner = (rows, cols) if letter == "N" else (cols, rows)
+    ld = inner + pad
+    flat = rng.uniform(-1, 1, outer * ld).astype(np.float64)
+    store = flat.reshape(outer, ld)[:, :inner]
+    return (store if letter == "N" else store.T), flat, ld
+
+
+def _emulate(r: gemv.Route, K: int, X: np.ndarray, v: np.ndarray, y: np.ndarray) -> None:
+    """What the kernels compute from the route's numbers alone: X, v and y as flat buffers."""
+    for i in range(r.R):
+        total = 0.0
+        for s in range(r.slices):   # the slices' partials, summed in slice order (the reduce kernel)
+            ks = range(s * r.kchunk, min(K, (s + 1) * r.kchunk))
+            xs = [X[i * r.ldx + k] if r.kind == "rows" else X[k * r.ldx + i] for k in ks]
+            total += sum(a * v[k * r.incv] for a, k in zip(xs, ks))
+        y[i * r.incy] = total
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K", [(1, 37, 300), (29, 1, 301), (1, 1, 77), (1, 5, 1), (6, 1, 2)])
+def test_each_layout_maps_onto_a_kernel_that_computes_the_product(layout, M, N, K):
+    rng = np.random.default_rng(M + 3 * N + 7 * K)
+    (A, fa, lda), (B, fb, ldb) = _stored(rng, M, K, layout[0], 2), _stored(rng, K, N, layout[1], 3)
+    ldc = N + 4
+    r = gemv.route(M, N, K, layout, lda, ldb, ldc, sm_count=4)   # few SMs: K is split where it can be
+    X, v = (fa, fb) if r.x == "A" else (fb, fa)
+    y = np.full(M * ldc, np.nan)
+    _emulate(r, K, X, v, y)
+    C = y.reshape(M, ldc)[:, :N]
+    assert np.allclose(C, A @ B, rtol=1e-12, atol=1e-12)
+    assert r.kind == ("rows" if (layout[0] == "N" if N == 1 else layout[1] == "T") else "cols")
+
+
+@pytest.mark.parametrize("layout,R,K,sms", [("NN", 4096, 4096, 132), ("NN", 3, 100000, 132), ("TN", 4096, 5, 132),
+                                            ("TN", 1, 1 << 20, 114), ("NN", 70000, 64, 132), ("TN", 64, 50000, 132),
+                                            ("TN", 4096, 4096, 132), ("NN", 100000, 1000, 132)])
+def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loads_are_few(layout, R, K, sms):
+    r = gemv.route(R, 1, K, layout, K if layout[0] == "N" else R, 1, 1, sms)
+    assert r.kind == ("rows" if layout[0] == "N" else "cols")
+    assert r.kchunk % 4 == 0 and (r.slices - 1) * r.kchunk < K <= r.slices * r.kchunk
+    assert 1 <= r.slices <= gemv.MAX_SLICES
+    groups = 256 // r.width if r.kind == "cols" else 1
+    if r.slices > 1:   # a slice walks at least MIN_SLICE k, and every k-group of a block has some
+        assert r.kchunk >= max(gemv.MIN_SLICE, groups)
+    rounds = -(-K // (r.width * 16 if r.kind == "rows" else 8 * groups))   # rounds of loads of a thread, unsplit
+    if r.grid[0] >= gemv.WAVES * sms and rounds <= (gemv.ROW_ROUNDS if r.kind == "rows" else gemv.ROUNDS):
+        assert r.slices == 1
+    if r.kind == "rows":
+        assert 4 <= r.width <= 32 and (r.width == 32 or r.width * 32 > K)   # lanes a row fit its K
+    else:
+        assert r.width == min(64, gemv._pow2(-(-R // 4)))
+    kernel = gemv.GemvKernel(R, 1, K, layout, r.ldx, 1, 1, sms)
+    assert kernel.loaded.workspace_floats(R, 1) == (r.slices * R if r.slices > 1 else 0)
+    assert kernel.config.name == f"gg_gemv_{r.kind}" + (f"_k{r.slices}" if r.slices > 1 else "")
+
+
+@pytest.mark.parametrize("M,N,precision,family,elem,takes", [
+    (1, 4096, "fp32", None, 4, True), (4096, 1, "fp32", "simt", 4, True), (1, 1, "fp32", None, 4, True),
+    (2, 4096, "fp32", None, 4, False), (1, 4096, "tf32", None, 4, False), (1, 4096, "fp32", "tf32x3", 4, False),
+    (1, 4096, "f16", None, 2, False)])
+def test_which_requests_take_the_route(M, N, precision, family, elem, takes):
+    assert gemv.serves(M, N, precision, family, elem) is takes
+
+
+def test_the_library_hands_it_out_for_one_row_or_column_and_plans_no_copies():
+    lib = KernelLibrary(known("h200"), {})
+    kernel = lib.kernel_for(1, 4096, 4096, "NN")
+    assert isinstance(kernel, gemv.GemvKernel) and kernel.route == gemv.route(1, 4096, 4096, "NN", 4096, 4096, 4096, 132)
+    odd = lib.kernel_for(4097, 1, 333, "TT", 4099, 339, 5)
+    assert odd.route.ldx == 4099 and odd.route.incv == 1 and odd.route.incy == 5 and odd.route.kind == "cols"
+    assert lib.plan_for(4097, 1, 333, "TN", 4097, 1, 1, rows_aligned=False) == (lib.kernel_for(4097, 1, 333, "TN", 4097, 1, 1), False, False)
+    assert lib.kernel_for(1, 4096, 4096, "NN", family="simt").config.family == "gemv"
+
+
+@pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+def test_the_source_compiles_for_ampere_and_hopper_without_spills():
+    for arch in ("sm_80", "sm_90"):
+        report = build.nvcc.compile_cubin(gemv.SOURCE, arch)
+        assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows"]
+        assert all(k.spills == 0 for k in report.kernels.values())
