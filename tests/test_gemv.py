@@ -72,12 +72,35 @@ def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loa
     assert kernel.config.name == f"gg_gemv_{r.kind}" + (f"_k{r.slices}" if r.slices > 1 else "")
 
 
-@pytest.mark.parametrize("M,N,precision,family,elem,takes", [
-    (1, 4096, "fp32", None, 4, True), (4096, 1, "fp32", "simt", 4, True), (1, 1, "fp32", None, 4, True),
-    (2, 4096, "fp32", None, 4, False), (1, 4096, "tf32", None, 4, False), (1, 4096, "fp32", "tf32x3", 4, False),
-    (1, 4096, "f16", None, 2, False)])
-def test_which_requests_take_the_route(M, N, precision, family, elem, takes):
-    assert gemv.serves(M, N, precision, family, elem) is takes
+@pytest.mark.parametrize("M,N,K,precision,family,elem,takes", [
+    (1, 4096, 64, "fp32", None, 4, True), (4096, 1, 64, "fp32", "simt", 4, True), (1, 1, 1, "fp32", None, 4, True),
+    (2, 4096, 64, "fp32", None, 4, False), (1, 4096, 64, "tf32", None, 4, False), (1, 4096, 64, "fp32", "tf32x3", 4, False),
+    (1, 4096, 64, "f16", None, 2, False), (1, 4096, 0, "fp32", None, 4, False), (1, 2**26, 3, "fp32", None, 4, False),
+    (2**26 - 1, 1, 16, "fp32", None, 4, True), (5, 1, 2**30, "fp32", None, 4, False), (5, 1, 2**30 - 1, "fp32", None, 4, True)])
+def test_which_requests_take_the_route(M, N, K, precision, family, elem, takes):
+    assert gemv.serves(M, N, K, precision, family, elem) is takes
+    if not takes and min(M, N) == 1 and precision == "fp32" and family is None and elem == 4:
+        with pytest.raises(ValueError, match="no matrix-vector product"):
+            gemv.route(M, N, K, "NN", max(K, 1), N, N, 132)
+
+
+def test_the_kernel_reads_like_the_librarys_and_launches_with_the_strides_it_is_given():
+    kernel = KernelLibrary(known("h200"), {}).kernel_for(1, 4096, 4096, "NN")
+    assert callable(kernel) and "gg_gemv_rows" in kernel.source and kernel.measured is None
+    c = kernel.config
+    assert (c.label or c.name) == "gg_gemv_cols_k32" and (c.precision, c.dtype, c.split_k) == ("fp32", "f32", 32)
+    with pytest.raises(ValueError, match="serves 1x4096x4096, not 1x4096x4095"):
+        kernel.loaded.prepared(1, 4096, 4095, 4095, 4096, 4096)
+    made = []
+    real = gemv.GemvLaunch
+    try:   # no GPU: the launch object records the route it is built for
+        gemv.GemvLaunch = lambda r, K: made.append(r) or r
+        padded = kernel.loaded.prepared(1, 4096, 4096, 4100, 4104, 4200)
+        again = kernel.loaded.prepared(1, 4096, 4096, 4100, 4104, 4200)
+    finally:
+        gemv.GemvLaunch = real
+    assert padded is again and len(made) == 1   # one launch per thread and leading dimensions
+    assert (padded.ldx, padded.incv, padded.slices) == (4104, 1, kernel.route.slices)
 
 
 def test_the_library_hands_it_out_for_one_row_or_column_and_plans_no_copies():

@@ -37,7 +37,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     mnk = (s.M, s.N, s.K)
     lda, ldb = (s.K if s.layout[0] == "N" else s.M), (s.N if s.layout[1] == "N" else s.K)
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
-    if gemv.serves(s.M, s.N, "fp32", family):   # one row or column of C: the matrix-vector kernels, no model
+    if gemv.serves(s.M, s.N, s.K, "fp32", family):   # one row or column of C: the matrix-vector kernels, no model
         name = gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count).config.name
         return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
                 "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0}}

@@ -27,12 +27,13 @@ hand out a GEMM kernel, with the same launch interface (``loaded.prepared``, ``l
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..base.paths import data_dir
 from ..measure import launch as _launch
-from ..measure.launch import ParamBuffer, param_struct
+from ..measure.launch import MAX_PREPARED, LoadedKernel, ParamBuffer, param_struct
 from ..measure.pdl import Dependent, supported
 
 SOURCE = (data_dir("templates") / "gemv.cu").read_text()   # hand-written CUDA, not a Jinja template
@@ -43,14 +44,19 @@ ROUNDS = 4            # the most rounds of eight loads a thread of gg_gemv_cols 
 ROW_ROUNDS = 32       # ... of four loads, a lane of gg_gemv_rows (its split costs a reduce kernel more than its rounds)
 MAX_SLICES = 128      # the most K slices (the workspace holds slices x outputs floats)
 MIN_SLICE = 64        # the fewest k a slice walks
-_MODULES: dict[int, object] = {}
+LIMIT = 2**26          # the most outputs (and, times 16, K): the kernels index threads, rows and k in 32 bits
+                       # (R x 32 lanes, K + a slice); beyond, the GEMM kernels serve
+_MODULES: dict[int, object] = {}  # per device: SOURCE compiled for it (kept: its functions are cached)
 _FUNCTIONS: dict[tuple[int, str], int] = {}
+_LOCK = threading.Lock()
 
 
-def serves(M: int, N: int, precision: str, family: str | None, elem: int = 4) -> bool:
+def serves(M: int, N: int, K: int, precision: str, family: str | None, elem: int = 4) -> bool:
     """Whether a request takes the matrix-vector route: one row or one column of C, float32 inputs in
-    the fp32 class, and no family asked for but simt (these kernels use the FP32 units only)."""
-    return min(M, N) == 1 and precision == "fp32" and family in (None, "simt") and elem == 4
+    the fp32 class, and no family asked for but simt (these kernels use the FP32 units only); M and N
+    under LIMIT, K from 1 to under 16 x LIMIT."""
+    return (min(M, N) == 1 and max(M, N) < LIMIT and 1 <= K < 16 * LIMIT and precision == "fp32"
+            and family in (None, "simt") and elem == 4)
 
 
 class Route(NamedTuple):
@@ -89,6 +95,9 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
     >>> route(1, 4096, 4096, "NN", 4096, 4096, 4096, 132)   # a row of C: X = B, its rows are k
     Route(kind='cols', x='B', R=4096, ldx=4096, incv=1, incy=1, width=64, slices=32, kchunk=128)
     """
+    if not (min(M, N) == 1 and max(M, N) < LIMIT and 1 <= K < 16 * LIMIT):
+        raise ValueError(f"{M}x{N}x{K} is no matrix-vector product these kernels compute "
+                         f"(M or N = 1, the other under {LIMIT}, 1 <= K < {16 * LIMIT})")
     if N == 1:   # y = C[:, 0] (ldc apart), X = A (M x K), v = B[:, 0]
         kind = "rows" if layout[0] == "N" else "cols"
         x, R, ldx, incv, incy = "A", M, lda, (ldb if layout[1] == "N" else 1), ldc
@@ -116,7 +125,11 @@ class GemvConfig:
 
     name: str
     layout: str
+    split_k: int = 1
     family: str = "gemv"
+    label: str = ""
+    precision: str = "fp32"
+    dtype: str = "f32"
     tensor_maps: bool = False
     bounds: str = "checked"
     interleave: bool = False
@@ -124,24 +137,37 @@ class GemvConfig:
 
 
 class GemvKernel:
-    """The matrix-vector route of one request, in the library's Kernel shape: ``config`` and ``loaded``
-    (itself: :meth:`prepared`, :meth:`workspace_floats`)."""
+    """The matrix-vector route of one request in the library's Kernel shape: ``config``, ``source``,
+    ``measured`` (None), callable with Operands, and ``loaded`` (itself: :meth:`prepared`, a launch per
+    thread and leading dimensions; :meth:`workspace_floats`)."""
 
     def __init__(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_count: int):
         self.route = route(M, N, K, layout, lda, ldb, ldc, sm_count)
-        self.shape = (M, N, K, layout)
-        self.config = GemvConfig(f"gg_gemv_{self.route.kind}" + (f"_k{self.route.slices}" if self.route.slices > 1 else ""),
-                                 layout)
-        self.loaded = self
-        self.measured = None
+        self.shape, self.sm_count = (M, N, K, layout), sm_count
+        name = f"gg_gemv_{self.route.kind}" + (f"_k{self.route.slices}" if self.route.slices > 1 else "")
+        self.config = GemvConfig(name, layout, self.route.slices)
+        self.loaded, self.measured, self.source = self, None, SOURCE
+        self._workspace = self.route.slices > 1
+        self._local = threading.local()
+
+    __call__ = LoadedKernel.launch   # (ops, stream=None, workspace=None): the workspace from CuPy's pool if none
 
     def workspace_floats(self, M: int, N: int) -> int:
-        r = self.route
-        return r.slices * r.R if r.slices > 1 else 0
+        return self.route.slices * self.route.R if self.route.slices > 1 else 0
 
     def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> "GemvLaunch":
-        assert (M, N, K) == self.shape[:3], "a GemvKernel serves the request it was made for"
-        return GemvLaunch(self.route, K)
+        """This thread's launch for these leading dimensions (the sizes are the kernel's own)."""
+        if (M, N, K) != self.shape[:3]:
+            raise ValueError(f"{self.config.name} serves {self.shape[0]}x{self.shape[1]}x{self.shape[2]}, not {M}x{N}x{K}")
+        launches = getattr(self._local, "launches", None)
+        if launches is None:
+            launches = self._local.launches = {}
+        found = launches.get((lda, ldb, ldc))
+        if found is None:
+            if len(launches) >= MAX_PREPARED:
+                launches.clear()
+            found = launches[lda, ldb, ldc] = GemvLaunch(route(M, N, K, self.shape[3], lda, ldb, ldc, self.sm_count), K)
+        return found
 
 
 class GemvLaunch:
@@ -189,14 +215,16 @@ def _function(name: str) -> int:
     key = (cupy.cuda.runtime.getDevice(), name)
     ptr = _FUNCTIONS.get(key)
     if ptr is None:
-        if key[0] not in _MODULES:
-            _MODULES[key[0]] = cupy.RawModule(code=SOURCE, options=("-std=c++17",))
-        ptr = _FUNCTIONS[key] = _MODULES[key[0]].get_function(name).kernel.ptr
+        with _LOCK:   # one module per device, however many threads make their first call at once
+            if key[0] not in _MODULES:
+                _MODULES[key[0]] = cupy.RawModule(code=SOURCE, options=("-std=c++17",))
+            ptr = _FUNCTIONS[key] = _MODULES[key[0]].get_function(name).kernel.ptr
     return ptr
 
 
 def _pdl() -> bool:
-    """Whether the current device launches the reduce as a programmatic dependent (sm_90+, a driver with it)."""
+    """Whether the current device launches the reduce as a programmatic dependent (sm_90+, a driver with it;
+    CuPy compiles SOURCE for the device's own arch, so griddepcontrol.wait is in the reduce there)."""
     import cupy
 
     major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]

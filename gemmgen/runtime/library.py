@@ -95,7 +95,7 @@ class KernelLibrary:
             if precision not in PRECISIONS:
                 raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
             check_family(family, precision)
-            if gemv.serves(M, N, precision, family):   # one row or column of C: a matrix-vector kernel
+            if gemv.serves(M, N, K, precision, family):   # one row or column of C: a matrix-vector kernel
                 kernel = gemv.GemvKernel(M, N, K, layout, *packed_lds(M, N, K, layout, lda, ldb, ldc), self.spec.sm_count)
             else:
                 kernel = self._pick(*key)
@@ -112,7 +112,7 @@ class KernelLibrary:
         rounded up to 16 bytes). Cached per request."""
         key = (M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned)
         plan = self._plans.get(key)
-        if plan is None and gemv.serves(M, N, precision, family, elem):   # no copies: X is read once either way
+        if plan is None and gemv.serves(M, N, K, precision, family, elem):   # no copies: X is read once either way
             plan = self._plans[key] = (self.kernel_for(M, N, K, layout, lda, ldb, ldc, precision, family), False, False)
         if plan is None:
             align = 16 // elem

@@ -94,10 +94,11 @@ def test_inf_and_nan_land_where_sgemm_puts_them(layout):
     rng = np.random.default_rng(1)
     for M, N, K in ((1, 3001, 2500), (3001, 1, 2500)):
         A, B = _operand(cp, rng, M, K, layout[0]).copy(order="K"), _operand(cp, rng, K, N, layout[1]).copy(order="K")
-        big = A if max(A.shape) > max(B.shape) else B
+        big, vec = (A, B) if max(A.shape) > max(B.shape) else (B, A)
         big[tuple(rng.integers(0, s) for s in big.shape)] = cp.inf
         big[tuple(rng.integers(0, s) for s in big.shape)] = -cp.inf
         big[tuple(rng.integers(0, s) for s in big.shape)] = cp.nan
+        vec[tuple(rng.integers(0, s) for s in vec.shape)] = cp.inf   # the vector's too: a whole row or column
         ours, sgemm = gemmgen.matmul(A, B), A @ B
         for test in (cp.isnan, cp.isposinf, cp.isneginf):
             assert bool((test(ours) == test(sgemm)).all()), f"{test.__name__} differs from SGEMM"
@@ -116,3 +117,20 @@ def test_the_torch_route_takes_it_too():
     out = gt.matmul(x, a.t())
     ref = x.double() @ a.t().double()
     assert float((out.double() - ref).norm() / ref.norm()) < 1e-6
+
+
+def test_the_librarys_kernel_runs_on_operands_directly():
+    """kernel_for's kernel called as a Kernel (Operands, a workspace from CuPy's pool for a split K)."""
+    import cupy as cp
+
+    import gemmgen
+    from gemmgen.measure.launch import Operands
+
+    rng = np.random.default_rng(5)
+    A, B = _operand(cp, rng, 1, 6000, "N"), _operand(cp, rng, 6000, 300, "N")
+    kernel = gemmgen.load().kernel_for(1, 300, 6000, "NN", 6000, 300, 300)
+    assert kernel.config.family == "gemv" and kernel.loaded.workspace_floats(1, 300) > 0
+    C = cp.full((1, 300), cp.nan, dtype=cp.float32)
+    kernel(Operands(1, 300, 6000, A.data.ptr, 6000, B.data.ptr, 300, C.data.ptr, 300, 2.0, 0.0))
+    ref = 2.0 * (A.astype(cp.float64) @ B.astype(cp.float64))
+    assert rel_error(C, ref) <= allowed("fp32", rel_error(2.0 * (A @ B), ref))
