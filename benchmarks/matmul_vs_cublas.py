@@ -104,7 +104,9 @@ def operands(M: int, N: int, K: int, layout: str, seed: int):
 def packed_lds(M: int, N: int, K: int, layout: str) -> tuple[int, int]:
     """lda, ldb of packed operands in ``layout`` (rows of K or M floats for A, N or K for B): what
     ``operands`` makes, for plans worked out without arrays."""
-    return (K if layout[0] == "N" else M), (N if layout[1] == "N" else K)
+    from gemmgen.base import Shape
+
+    return Shape(M, N, K, layout).lds
 
 
 def plan_name(plan) -> str:

@@ -34,6 +34,15 @@ class Shape:
         return self.layout[1] == "T"
 
     @property
+    def lds(self) -> tuple[int, int]:
+        """The leading dimensions of packed A and B (a row-major operand's row, a column-major one's column).
+
+        >>> Shape(5, 8, 12, "TN").lds, Shape(5, 8, 12, "NT").lds
+        ((5, 8), (12, 12))
+        """
+        return (self.M if self.a_transposed else self.K), (self.K if self.b_transposed else self.N)
+
+    @property
     def key(self) -> str:
         """Results key of the shape, e.g. '4096x4096x4096/NN'."""
         return f"{self.M}x{self.N}x{self.K}/{self.layout}"

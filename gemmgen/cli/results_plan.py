@@ -35,7 +35,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
                          "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
     lib = KernelLibrary(spec, found.entries, timings=found.timings)
     mnk = (s.M, s.N, s.K)
-    lda, ldb = (s.K if s.layout[0] == "N" else s.M), (s.N if s.layout[1] == "N" else s.K)
+    lda, ldb = s.lds
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
     if gemv.serves(s.M, s.N, s.K, "fp32", family):   # one row or column of C: the matrix-vector kernels, no model
         name = gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count).config.name

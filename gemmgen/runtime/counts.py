@@ -81,8 +81,8 @@ def aligned(s: Shape, lda: int | None = None, ldb: int | None = None) -> bool:
     >>> aligned(Shape(4096, 4096, 4096)), aligned(Shape(4097, 4097, 4097)), aligned(Shape(5, 8, 12, "TN"))
     (True, False, False)
     """
-    lda = lda if lda is not None else (s.K if s.layout[0] == "N" else s.M)
-    ldb = ldb if ldb is not None else (s.N if s.layout[1] == "N" else s.K)
+    lda = lda if lda is not None else s.lds[0]
+    ldb = ldb if ldb is not None else s.lds[1]
     return lda % 4 == 0 and ldb % 4 == 0
 
 
@@ -98,8 +98,8 @@ def aligned_for(c: KernelConfig, s: Shape, lda: int | None = None, ldb: int | No
     if c.family != "skinny":
         return aligned(s, lda, ldb)
     if c.swap:   # the big operand is B
-        return (ldb if ldb is not None else (s.N if s.layout[1] == "N" else s.K)) % 4 == 0
-    return (lda if lda is not None else (s.K if s.layout[0] == "N" else s.M)) % 4 == 0
+        return (ldb if ldb is not None else s.lds[1]) % 4 == 0
+    return (lda if lda is not None else s.lds[0]) % 4 == 0
 
 
 def log_distance(a: Shape, b: Shape) -> float:

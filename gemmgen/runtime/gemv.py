@@ -227,5 +227,4 @@ def _pdl() -> bool:
     CuPy compiles SOURCE for the device's own arch, so griddepcontrol.wait is in the reduce there)."""
     import cupy
 
-    major, minor = cupy.cuda.Device().compute_capability[:-1], cupy.cuda.Device().compute_capability[-1]
-    return supported(f"sm_{major}{minor}")
+    return supported("sm_" + cupy.cuda.Device().compute_capability)   # "90" -> sm_90

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from ..base.devices import DeviceSpec, detect, fingerprint, require_gpu, resolve_alias
+from ..base.shape import Shape
 from ..build.nvrtc import compile_source
 from ..codegen.render import render, render_validated
 from ..kernel.config import KernelConfig
@@ -34,11 +35,6 @@ from .precision import PRECISIONS, by_precision, check_family, family_fallback, 
 
 _LIBRARIES: dict[tuple, "KernelLibrary"] = {}
 _LOCK = threading.Lock()
-
-
-def packed_lds(M: int, N: int, K: int, layout: str, lda: int | None, ldb: int | None, ldc: int | None) -> tuple:
-    """(lda, ldb, ldc), each the given one or the packed operand's (N: row-major, T: column-major)."""
-    return (lda or (K if layout[0] == "N" else M), ldb or (N if layout[1] == "N" else K), ldc or N)
 
 
 class NoTunedKernels(LookupError):
@@ -96,7 +92,8 @@ class KernelLibrary:
                 raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)}")
             check_family(family, precision)
             if gemv.serves(M, N, K, precision, family):   # one row or column of C: a matrix-vector kernel
-                kernel = gemv.GemvKernel(M, N, K, layout, *packed_lds(M, N, K, layout, lda, ldb, ldc), self.spec.sm_count)
+                packed = Shape(M, N, K, layout).lds
+                kernel = gemv.GemvKernel(M, N, K, layout, lda or packed[0], ldb or packed[1], ldc or N, self.spec.sm_count)
             else:
                 kernel = self._pick(*key)
             self._choice[key] = kernel
