@@ -7,46 +7,64 @@ __device__ __forceinline__ void put(float* __restrict__ y, const float acc, cons
     *y = beta == 0.0f ? alpha * acc : alpha * acc + beta * *y;   // beta == 0: C is never read
 }
 
-// v[k .. k + 3]: one 16-byte load (V4: v contiguous, k's element on 16 bytes), else four.
-template <bool V4>
+// v[k .. k + 3]. S == 0: v contiguous and v + k on 16 bytes, one 16-byte load. S = 1..3: v contiguous and
+// v + k S elements past a 16-byte boundary, two aligned 16-byte loads (v[k - S .. k - S + 7]) and a shift,
+// instead of four 4-byte ones (the rows of an odd-length X). S < 0: v strided, four loads.
+template <int S>
 __device__ __forceinline__ float4 vec4(const float* __restrict__ v, const long long k, const long long incv) {
-    if (V4) return __ldg(reinterpret_cast<const float4*>(v + k));
-    return make_float4(__ldg(v + k * incv), __ldg(v + (k + 1) * incv), __ldg(v + (k + 2) * incv), __ldg(v + (k + 3) * incv));
+    if constexpr (S == 0) {
+        return __ldg(reinterpret_cast<const float4*>(v + k));
+    } else if constexpr (S > 0) {
+        const float4 lo = __ldg(reinterpret_cast<const float4*>(v + k - S)), hi = __ldg(reinterpret_cast<const float4*>(v + k - S + 4));
+        if constexpr (S == 1) return make_float4(lo.y, lo.z, lo.w, hi.x);
+        if constexpr (S == 2) return make_float4(lo.z, lo.w, hi.x, hi.y);
+        return make_float4(lo.w, hi.x, hi.y, hi.z);
+    } else {
+        return make_float4(__ldg(v + k * incv), __ldg(v + (k + 1) * incv), __ldg(v + (k + 2) * incv), __ldg(v + (k + 3) * incv));
+    }
 }
 
 __device__ __forceinline__ float dot4(const float4 a, const float4 b, float s) {
     return fmaf(a.x, b.x, fmaf(a.y, b.y, fmaf(a.z, b.z, fmaf(a.w, b.w, s))));
 }
 
-// One lane's part of x[kb .. kb + 4 * n4) . v[kb ..]: lanes l, l + tpr, ... of the 16-byte groups, four
-// loads in flight (the last fewer than four loaded together too).
-template <bool V4>
+// One lane's part of x[kb .. kb + 4 * n4) . v[kb ..]: lanes l, l + tpr, ... of the 16-byte groups, D loads
+// in flight (the last fewer than D loaded together too), D partial sums added pairwise at the end.
+template <int S, int D>
 __device__ __forceinline__ float row_part(const float4* __restrict__ x4, const float* __restrict__ v, const long long kb,
                                           const long long incv, const int n4, const int l, const int tpr) {
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    float s[D];
+    #pragma unroll
+    for (int u = 0; u < D; ++u) s[u] = 0.0f;
     int i = l;
-    for (; i + 3 * tpr < n4; i += 4 * tpr) {
-        const float4 a0 = __ldcs(x4 + i), a1 = __ldcs(x4 + i + tpr), a2 = __ldcs(x4 + i + 2 * tpr), a3 = __ldcs(x4 + i + 3 * tpr);
-        s0 = dot4(a0, vec4<V4>(v, kb + 4LL * i, incv), s0);
-        s1 = dot4(a1, vec4<V4>(v, kb + 4LL * (i + tpr), incv), s1);
-        s2 = dot4(a2, vec4<V4>(v, kb + 4LL * (i + 2 * tpr), incv), s2);
-        s3 = dot4(a3, vec4<V4>(v, kb + 4LL * (i + 3 * tpr), incv), s3);
+    for (; i + (D - 1) * tpr < n4; i += D * tpr) {
+        float4 a[D];
+        #pragma unroll
+        for (int u = 0; u < D; ++u) a[u] = __ldcs(x4 + i + u * tpr);
+        #pragma unroll
+        for (int u = 0; u < D; ++u) s[u] = dot4(a[u], vec4<S>(v, kb + 4LL * (i + u * tpr), incv), s[u]);
     }
     if (i < n4) {
-        const float4 z = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        const bool in1 = i + tpr < n4, in2 = i + 2 * tpr < n4;
-        const float4 a0 = __ldcs(x4 + i), a1 = in1 ? __ldcs(x4 + i + tpr) : z, a2 = in2 ? __ldcs(x4 + i + 2 * tpr) : z;
-        s0 = dot4(a0, vec4<V4>(v, kb + 4LL * i, incv), s0);
-        if (in1) s1 = dot4(a1, vec4<V4>(v, kb + 4LL * (i + tpr), incv), s1);
-        if (in2) s2 = dot4(a2, vec4<V4>(v, kb + 4LL * (i + 2 * tpr), incv), s2);
+        float4 a[D - 1];
+        #pragma unroll
+        for (int u = 0; u < D - 1; ++u) a[u] = i + u * tpr < n4 ? __ldcs(x4 + i + u * tpr) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        #pragma unroll
+        for (int u = 0; u < D - 1; ++u)
+            if (i + u * tpr < n4) s[u] = dot4(a[u], vec4<S>(v, kb + 4LL * (i + u * tpr), incv), s[u]);
     }
-    return (s0 + s1) + (s2 + s3);
+    #pragma unroll
+    for (int w = 1; w < D; w *= 2) {
+        #pragma unroll
+        for (int u = 0; u < D; u += 2 * w) s[u] += s[u + w];
+    }
+    return s[0];
 }
 
 // y[r] (r < R) = alpha * X[r, :] . v + beta * y[r], X's rows contiguous along k (ldx apart). `tpr` lanes
 // (4 .. 32, a power of two) a row, 8 warps a block. Slice blockIdx.y of K goes to W[slice][r] when W is
 // given. A row's first elements up to a 16-byte boundary are read one by one, the rest 16 bytes at a time.
-extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows(
+template <int D, bool SHIFT>
+__device__ __forceinline__ void rows(
     const int R, const int K, const int kchunk, const int tpr, const float alpha, const float* __restrict__ X,
     const long long ldx, const float* __restrict__ v, const long long incv, const float beta, float* __restrict__ y,
     const long long incy, float* __restrict__ W)
@@ -55,10 +73,16 @@ extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows(
     const int k0 = blockIdx.y * kchunk, k1 = min(K, k0 + kchunk);
     const float* __restrict__ x = X + min(r, R - 1) * ldx;   // rows past R read row R - 1, never stored
     const int head = min(k1 - k0, (int)(((16 - (reinterpret_cast<size_t>(x + k0) & 15)) & 15) >> 2));
-    const int kb = k0 + head, n4 = (k1 - kb) >> 2;
+    const int kb = k0 + head, s = (int)((reinterpret_cast<size_t>(v + kb) & 15) >> 2);
+    int n4 = (k1 - kb) >> 2;
+    if (SHIFT && s != 0 && n4 > 0 && kb + 4 * n4 + 4 - s > K) --n4;   // shifted: the last group's second load stays in v
     const float4* __restrict__ x4 = reinterpret_cast<const float4*>(x + kb);
-    float acc = incv == 1 && (reinterpret_cast<size_t>(v + kb) & 15) == 0 ? row_part<true>(x4, v, kb, incv, n4, l, tpr)
-                                                                          : row_part<false>(x4, v, kb, incv, n4, l, tpr);
+    float acc;
+    if (incv != 1 || kb < s || (s != 0 && !SHIFT)) acc = row_part<-1, D>(x4, v, kb, incv, n4, l, tpr);   // kb < s: v[kb - s] is before v
+    else if (s == 0) acc = row_part<0, D>(x4, v, kb, incv, n4, l, tpr);
+    else if (s == 1) acc = row_part<1, D>(x4, v, kb, incv, n4, l, tpr);
+    else if (s == 2) acc = row_part<2, D>(x4, v, kb, incv, n4, l, tpr);
+    else acc = row_part<3, D>(x4, v, kb, incv, n4, l, tpr);
     if (l < head) acc = fmaf(x[k0 + l], __ldg(v + (long long)(k0 + l) * incv), acc);
     for (int k = kb + 4 * n4 + l; k < k1; k += tpr) acc = fmaf(x[k], __ldg(v + (long long)k * incv), acc);
     for (int o = tpr >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -66,6 +90,24 @@ extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows(
         if (W != nullptr) W[(long long)blockIdx.y * R + r] = acc;
         else put(y + r * incy, acc, alpha, beta);
     }
+}
+
+#define GG_GEMV_ROWS_PARAMS                                                                                   \
+    const int R, const int K, const int kchunk, const int tpr, const float alpha, const float* __restrict__ X,  \
+    const long long ldx, const float* __restrict__ v, const long long incv, const float beta,                   \
+    float* __restrict__ y, const long long incy, float* __restrict__ W
+extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows(GG_GEMV_ROWS_PARAMS) {
+    rows<4, false>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
+}
+// With the vector's shifted 16-byte loads, for X's rows not 16 bytes apart (50 -> 54 registers: kept out of
+// gg_gemv_rows, whose aligned rows lost 3-8% at four blocks an SM instead of five).
+extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows_odd(GG_GEMV_ROWS_PARAMS) {
+    rows<4, true>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
+}
+// Eight loads in flight a lane (and the shifted loads): for few blocks (fewer than three an SM), where four
+// loads leave the memory idle.
+extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows8(GG_GEMV_ROWS_PARAMS) {
+    rows<8, true>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
 }
 
 // y[r] (r < R) = alpha * sum_k X[k, r] v[k] + beta * y[r], X's rows are k (ldx apart), r contiguous. A block
@@ -117,7 +159,23 @@ extern "C" __global__ void __launch_bounds__(256, 4) gg_gemv_cols(
     } else if (r0 < R) {   // 4-byte loads: rows not 16-byte aligned, or the last outputs
         const int n = min(4, R - r0);
         float a4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = k0 + g; k < k1; k += groups) {
+        int k = k0 + g;
+        for (; k + 3 * groups < k1; k += 4 * groups) {   // four rows in flight
+            float a[4][4], b[4];
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                const float* __restrict__ row = x + (long long)(k + u * groups) * ldx;
+                b[u] = __ldg(v + (long long)(k + u * groups) * incv);
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) a[u][e] = e < n ? __ldcs(row + e) : 0.0f;
+            }
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) a4[e] = fmaf(a[u][e], b[u], a4[e]);
+            }
+        }
+        for (; k < k1; k += groups) {
             const float b = __ldg(v + (long long)k * incv);
             const float* __restrict__ row = x + (long long)k * ldx;
             #pragma unroll

@@ -51,7 +51,9 @@ def test_each_layout_maps_onto_a_kernel_that_computes_the_product(layout, M, N, 
 
 @pytest.mark.parametrize("layout,R,K,sms", [("NN", 4096, 4096, 132), ("NN", 3, 100000, 132), ("TN", 4096, 5, 132),
                                             ("TN", 1, 1 << 20, 114), ("NN", 70000, 64, 132), ("TN", 64, 50000, 132),
-                                            ("TN", 4096, 4096, 132), ("NN", 100000, 1000, 132)])
+                                            ("TN", 4096, 4096, 132), ("NN", 100000, 1000, 132),
+                                            ("NN", 777, 1025, 132), ("NN", 1024, 4096, 132), ("NN", 64, 2048, 132),
+                                            ("NN", 20001, 3001, 132)])
 def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loads_are_few(layout, R, K, sms):
     r = gemv.route(R, 1, K, layout, K if layout[0] == "N" else R, 1, 1, sms)
     assert r.kind == ("rows" if layout[0] == "N" else "cols")
@@ -60,16 +62,22 @@ def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loa
     groups = 256 // r.width if r.kind == "cols" else 1
     if r.slices > 1:   # a slice walks at least MIN_SLICE k, and every k-group of a block has some
         assert r.kchunk >= max(gemv.MIN_SLICE, groups)
-    rounds = -(-K // (r.width * 16 if r.kind == "rows" else 8 * groups))   # rounds of loads of a thread, unsplit
+    rounds = -(-K // (r.width * 4 * r.depth if r.kind == "rows" else 8 * groups))   # rounds of loads of a thread, unsplit
     if r.grid[0] >= gemv.WAVES * sms and rounds <= (gemv.ROW_ROUNDS if r.kind == "rows" else gemv.ROUNDS):
         assert r.slices == 1
     if r.kind == "rows":
         assert 4 <= r.width <= 32 and (r.width == 32 or r.width * 32 > K)   # lanes a row fit its K
+        # eight loads in flight a lane where blocks are few, four where they fill the SMs
+        assert r.depth == (8 if r.grid[0] < gemv.ROW_DEEP * sms else 4)
+        assert r.kernel == ("gg_gemv_rows8" if r.depth == 8 else "gg_gemv_rows_odd" if K % 4 else "gg_gemv_rows")
+        if rounds <= gemv.ROW_FEW and 4 * r.grid[0] >= sms:   # a few rounds: never split (the reduce costs more)
+            assert r.slices == 1
     else:
-        assert r.width == min(64, gemv._pow2(-(-R // 4)))
+        assert r.depth == 4 and r.kernel == "gg_gemv_cols"
+        assert r.width == min(gemv.COL_WIDTH, gemv._pow2(-(-R // 4)))
     kernel = gemv.GemvKernel(R, 1, K, layout, r.ldx, 1, 1, sms)
     assert kernel.loaded.workspace_floats(R, 1) == (r.slices * R if r.slices > 1 else 0)
-    assert kernel.config.name == f"gg_gemv_{r.kind}" + (f"_k{r.slices}" if r.slices > 1 else "")
+    assert kernel.config.name == r.kernel + (f"_k{r.slices}" if r.slices > 1 else "")
 
 
 @pytest.mark.parametrize("M,N,K,precision,family,elem,takes", [
@@ -117,5 +125,5 @@ def test_the_library_hands_it_out_for_one_row_or_column_and_plans_no_copies():
 def test_the_source_compiles_for_ampere_and_hopper_without_spills():
     for arch in ("sm_80", "sm_90"):
         report = build.nvcc.compile_cubin(gemv.SOURCE, arch)
-        assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows"]
+        assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows", "gg_gemv_rows8", "gg_gemv_rows_odd"]
         assert all(k.spills == 0 for k in report.kernels.values())

@@ -35,6 +35,6 @@ def test_one_row_or_column_of_c_names_the_matrix_vector_route(capsys):
     assert capsys.readouterr().out.startswith("NVIDIA H200, 1x4096x4096/NN: gg_gemv_cols_k32\n  the matrix-vector route")
     assert main(["results", "plan", "h100", "5000x1x300/NT", "--family", "simt", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert rows["plan"]["kernel"] == "gg_gemv_rows" and rows["candidates"] == [] and rows["plan"]["copies"] == ""
+    assert rows["plan"]["kernel"] == "gg_gemv_rows8" and rows["candidates"] == [] and rows["plan"]["copies"] == ""
     assert main(["results", "plan", "h200", "1x4096x4096/NN", "--family", "tf32x3"]) == 0   # a GEMM family asked for
     assert capsys.readouterr().out.split(": ")[1].startswith("gg_tf32x3_")

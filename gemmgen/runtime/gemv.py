@@ -9,17 +9,21 @@ session 46). Two kernels of SOURCE (templates/gemv.cu) cover the four layouts (:
 
 - gg_gemv_rows: X's rows run along k (A stored N for N == 1, B stored T for M == 1): 4..32 lanes a row
   (by K), each row's first elements up to a 16-byte boundary one by one, the rest 16 bytes at a time,
-  four loads in flight a lane, a shuffle sum at the end;
+  four loads in flight a lane, a shuffle sum at the end. gg_gemv_rows8 keeps eight in flight, for fewer
+  than ROW_DEEP blocks an SM; it and gg_gemv_rows_odd (rows of odd length, 16 bytes apart no more) load
+  the vector's elements that sit off 16 bytes as two aligned 16-byte loads and a shift, not four 4-byte
+  loads (H200, session 47: 3001x1x3001 0.90 -> 1.02x cuBLAS, 1x3001x3001 TT 0.92 -> 1.02x);
 - gg_gemv_cols: X's rows are k (A stored T, B stored N): a thread owns 4 consecutive outputs, a block
-  up to 64 such threads across and the rest of its 256 walking k (eight rows of X in flight), the
-  k-groups' sums met in shared memory in a fixed order.
+  up to 64 such threads across and the rest of its 256 walking k (eight rows of X in flight; four where
+  the rows are not 16 bytes apart and take 4-byte loads: 3001x1x3001 TN 0.78 -> 1.08x), the k-groups'
+  sums met in shared memory in a fixed order.
 
 Where the outputs give too few blocks for two waves, or a thread of gg_gemv_cols would wait for more
 than ROUNDS rounds of loads, K is split into ``slices``: each writes its partial sums to a workspace and
 gg_gemv_reduce adds them in slice order (deterministic, no atomics; launched as a programmatic
 dependent on sm_90), then applies alpha and beta. beta == 0 never reads C; Inf and NaN in A or B
-propagate as in SGEMM (plain fp32 products and sums). H200, 20 such shapes: 0.89-1.43x cuBLAS, geomean
-1.16x (docs/PERFORMANCE.md, session 46).
+propagate as in SGEMM (plain fp32 products and sums). H200, 31 such shapes: 0.91-1.41x cuBLAS, geomean
+1.11x (docs/PERFORMANCE.md, session 47; the session-46 kernels: 0.78-1.41x, 1.07x).
 
 Requests of the fp32 class (no family, or the simt family: these are FP32-unit kernels) with float32
 inputs take this route (:func:`serves`); the library hands out a :class:`GemvKernel` where it would
@@ -41,9 +45,13 @@ _MAIN = param_struct("_Gemv", "R:i K:i kchunk:i width:i alpha:f X:p ldx:q v:p in
 _REDUCE = param_struct("_GemvReduce", "R:i S:i alpha:f W:p beta:f y:p incy:q")
 WAVES = 2             # blocks a kernel should have per SM before K is split: enough loads in flight
 ROUNDS = 4            # the most rounds of eight loads a thread of gg_gemv_cols waits for in turn before K is split
-ROW_ROUNDS = 32       # ... of four loads, a lane of gg_gemv_rows (its split costs a reduce kernel more than its rounds)
+ROW_ROUNDS = 32       # ... of four (eight) loads, a lane of gg_gemv_rows (rows8) (a split costs a reduce kernel)
 MAX_SLICES = 128      # the most K slices (the workspace holds slices x outputs floats)
 MIN_SLICE = 64        # the fewest k a slice walks
+COL_WIDTH = 64        # the most threads across a block of gg_gemv_cols (4 outputs each)
+ROW_DEEP = 3          # gg_gemv_rows8 (eight loads in flight a lane) below this many blocks an SM, else gg_gemv_rows
+ROW_FEW = 2           # rounds of loads a lane of gg_gemv_rows(8) waits for that are not split where blocks are
+                      # a quarter of the SMs or more (the reduce costs more than the rounds)
 LIMIT = 2**26          # the most outputs (and, times 16, K): the kernels index threads, rows and k in 32 bits
                        # (R x 32 lanes, K + a slice); beyond, the GEMM kernels serve
 _MODULES: dict[int, object] = {}  # per device: SOURCE compiled for it (kept: its functions are cached)
@@ -74,6 +82,14 @@ class Route(NamedTuple):
     width: int
     slices: int
     kchunk: int
+    depth: int = 4   # loads in flight a lane of "rows" (4 or 8)
+
+    @property
+    def kernel(self) -> str:
+        """The kernel's name in SOURCE."""
+        if self.kind == "rows" and self.depth == 4 and self.ldx % 4:
+            return "gg_gemv_rows_odd"   # rows not 16 bytes apart: the vector's loads shifted to them
+        return f"gg_gemv_{self.kind}" + ("8" if self.depth == 8 else "")
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -91,9 +107,9 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
     row-major, ldc apart; A and B stored as the layout letters say, N row-major, T column-major).
 
     >>> route(4096, 1, 4096, "NN", 4096, 1, 1, 132)      # a column of C: X = A, its rows along k
-    Route(kind='rows', x='A', R=4096, ldx=4096, incv=1, incy=1, width=32, slices=1, kchunk=4096)
+    Route(kind='rows', x='A', R=4096, ldx=4096, incv=1, incy=1, width=32, slices=1, kchunk=4096, depth=4)
     >>> route(1, 4096, 4096, "NN", 4096, 4096, 4096, 132)   # a row of C: X = B, its rows are k
-    Route(kind='cols', x='B', R=4096, ldx=4096, incv=1, incy=1, width=64, slices=32, kchunk=128)
+    Route(kind='cols', x='B', R=4096, ldx=4096, incv=1, incy=1, width=64, slices=32, kchunk=128, depth=4)
     """
     if not (min(M, N) == 1 and max(M, N) < LIMIT and 1 <= K < 16 * LIMIT):
         raise ValueError(f"{M}x{N}x{K} is no matrix-vector product these kernels compute "
@@ -104,19 +120,22 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
     else:        # y = C[0, :], X = B (K x N), v = A[0, :]
         kind = "cols" if layout[1] == "N" else "rows"
         x, R, ldx, incv, incy = "B", N, ldb, (1 if layout[0] == "N" else lda), 1
+    depth = 4
     if kind == "rows":   # lanes a row, 4 .. 32: a round of four 16-byte loads each covers the row's K
         width = min(32, max(4, _pow2(K // 16 + 1) // 2))
-        blocks, per_round = -(-R * width // 256), width * 16                   # k a round of loads covers
-        least = K // MIN_SLICE
+        blocks = -(-R * width // 256)
+        depth = 8 if blocks < ROW_DEEP * sm_count else 4
+        per_round = width * 4 * depth                                          # k a round of loads covers
+        least = 1 if -(-K // per_round) <= ROW_FEW and 4 * blocks >= sm_count else K // MIN_SLICE
     else:                # threads across: 4 outputs each, up to 64 (256 outputs a block); the rest walk k
-        width = min(64, _pow2(-(-R // 4)))
+        width = min(COL_WIDTH, _pow2(-(-R // 4)))
         blocks, per_round = -(-R // (4 * width)), 8 * (256 // width)
         least = K // max(MIN_SLICE, 256 // width)
     rounds = ROUNDS if kind == "cols" else ROW_ROUNDS
     want = max(-(-WAVES * sm_count // blocks), -(-K // (rounds * per_round)))
     slices = max(1, min(want, MAX_SLICES, least))
     kchunk = -(-(-(-K // slices)) // 4) * 4   # slices of whole 16-byte groups of k
-    return Route(kind, x, R, ldx, incv, incy, width, -(-K // kchunk), kchunk)
+    return Route(kind, x, R, ldx, incv, incy, width, -(-K // kchunk), kchunk, depth)
 
 
 @dataclass(frozen=True)
@@ -144,7 +163,7 @@ class GemvKernel:
     def __init__(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_count: int):
         self.route = route(M, N, K, layout, lda, ldb, ldc, sm_count)
         self.shape, self.sm_count = (M, N, K, layout), sm_count
-        name = f"gg_gemv_{self.route.kind}" + (f"_k{self.route.slices}" if self.route.slices > 1 else "")
+        name = self.route.kernel + (f"_k{self.route.slices}" if self.route.slices > 1 else "")
         self.config = GemvConfig(name, layout, self.route.slices)
         self.loaded, self.measured, self.source = self, None, SOURCE
         self._workspace = self.route.slices > 1
@@ -153,7 +172,7 @@ class GemvKernel:
     __call__ = LoadedKernel.launch   # (ops, stream=None, workspace=None): the workspace from CuPy's pool if none
 
     def workspace_floats(self, M: int, N: int) -> int:
-        return self.route.slices * self.route.R if self.route.slices > 1 else 0
+        return self.route.slices * self.route.R if self._workspace else 0
 
     def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> "GemvLaunch":
         """This thread's launch for these leading dimensions (the sizes are the kernel's own)."""
@@ -177,7 +196,7 @@ class GemvLaunch:
     __slots__ = ("route", "fn", "main", "fn_reduce", "reduce", "reduce_after")
 
     def __init__(self, route_: Route, K: int):
-        self.route, self.fn = route_, _function(f"gg_gemv_{route_.kind}")
+        self.route, self.fn = route_, _function(route_.kernel)
         self.main = ParamBuffer(_MAIN)
         p = self.main.params
         p.R, p.K, p.kchunk, p.width = route_.R, K, route_.kchunk, route_.width

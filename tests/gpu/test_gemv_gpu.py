@@ -11,7 +11,8 @@ from gemmgen.measure.gate import allowed, rel_error
 pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["NN", "NT", "TN", "TT"]
-SHAPES = [(1, 4099, 513), (777, 1, 1025), (1, 64, 20000), (5000, 1, 3), (1, 1, 4097), (1, 3, 1), (1031, 1, 1)]
+SHAPES = [(1, 4099, 513), (777, 1, 1025), (1, 64, 20000), (5000, 1, 3), (1, 1, 4097), (1, 3, 1), (1031, 1, 1),
+          (3001, 1, 3001), (1, 3001, 3001), (1, 4097, 1025)]   # odd lengths: shifted vector loads, 4-byte rows
 
 
 def _operand(cp, rng, rows, cols, letter, pad=0, shift=0):
