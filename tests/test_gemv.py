@@ -127,3 +127,14 @@ def test_the_source_compiles_for_ampere_and_hopper_without_spills():
         report = build.nvcc.compile_cubin(gemv.SOURCE, arch)
         assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows", "gg_gemv_rows8", "gg_gemv_rows_odd"]
         assert all(k.spills == 0 for k in report.kernels.values())
+
+
+def test_the_benchmark_file_of_matrix_vector_shapes_holds_only_requests_the_route_takes():
+    import tomllib
+    from pathlib import Path
+
+    shapes = tomllib.loads((Path(__file__).parents[1] / "benchmarks" / "gemv.toml").read_text())["shape"]
+    assert len(shapes) == 31
+    for s in shapes:
+        M, N, K = s["mnk"]
+        assert gemv.serves(M, N, K, "fp32", None) and s.get("layout", "NN") in LAYOUTS, s
