@@ -151,7 +151,9 @@ def test_the_knob_benchmark_names_bad_input_before_any_gpu_work(argv, named, cap
 
 
 def test_the_knob_benchmark_forces_slices_and_puts_the_constants_back():
-    knobs = __import__("tests.scripts", fromlist=["load"]).load("gemv_knobs")
+    from tests.scripts import load
+
+    knobs = load("gemv_knobs")
     defaults = {name: getattr(gemv, name) for name in knobs.KNOBS}
     knobs.applied(gemv, defaults, {"ROW_DEEP": 1000}, 4)
     try:

@@ -5,7 +5,7 @@ once and whole (K x N for one row of C, M x K for one column), the other is a ve
 the time is X's bytes over the memory bandwidth. A GEMM tile pads the vector side to its own width (a
 128-row 3xTF32 tile does 128 times the work) and runs at a third of the bandwidth; cuBLAS switches to a
 GEMV kernel there (H200, 1x4096x4096: 24 us, 2.8 TB/s; the tuned GEMM kernels ran 0.70-0.78x of it,
-session 46). Two kernels of SOURCE (templates/gemv.cu) cover the four layouts (:func:`route`):
+session 46). Two kernel forms of SOURCE (templates/gemv.cu) cover the four layouts (:func:`route`):
 
 - gg_gemv_rows: X's rows run along k (A stored N for N == 1, B stored T for M == 1): 4..32 lanes a row
   (by K), each row's first elements up to a 16-byte boundary one by one, the rest 16 bytes at a time,
@@ -121,7 +121,7 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
         kind = "cols" if layout[1] == "N" else "rows"
         x, R, ldx, incv, incy = "B", N, ldb, (1 if layout[0] == "N" else lda), 1
     depth = 4
-    if kind == "rows":   # lanes a row, 4 .. 32: a round of four 16-byte loads each covers the row's K
+    if kind == "rows":   # lanes a row, 4 .. 32: a round of four (eight) 16-byte loads each covers the row's K
         width = min(32, max(4, _pow2(K // 16 + 1) // 2))
         blocks = -(-R * width // 256)
         depth = 8 if blocks < ROW_DEEP * sm_count else 4
