@@ -61,9 +61,9 @@ __device__ __forceinline__ float row_part(const float4* __restrict__ x4, const f
 }
 
 // y[r] (r < R) = alpha * X[r, :] . v + beta * y[r], X's rows contiguous along k (ldx apart). `tpr` lanes
-// (4 .. 32, a power of two) a row, 8 warps a block. Slice blockIdx.y of K goes to W[slice][r] when W is
+// (4 .. 256, a power of two; past 32 a row spans warps) a row, 8 warps a block. Slice blockIdx.y of K goes to W[slice][r] when W is
 // given. A row's first elements up to a 16-byte boundary are read one by one, the rest 16 bytes at a time.
-template <int D, bool SHIFT>
+template <int D, bool SHIFT, bool WIDE>
 __device__ __forceinline__ void rows(
     const int R, const int K, const int kchunk, const int tpr, const float alpha, const float* __restrict__ X,
     const long long ldx, const float* __restrict__ v, const long long incv, const float beta, float* __restrict__ y,
@@ -85,7 +85,14 @@ __device__ __forceinline__ void rows(
     else acc = row_part<3, D>(x4, v, kb, incv, n4, l, tpr);
     if (l < head) acc = fmaf(x[k0 + l], __ldg(v + (long long)(k0 + l) * incv), acc);
     for (int k = kb + 4 * n4 + l; k < k1; k += tpr) acc = fmaf(x[k], __ldg(v + (long long)k * incv), acc);
-    for (int o = tpr >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    for (int o = (WIDE ? min(tpr, 32) : tpr) >> 1; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (WIDE && tpr > 32) {   // a row across warps: their sums meet in shared memory, in warp order
+        __shared__ float warp_sum[8];
+        if ((threadIdx.x & 31) == 0) warp_sum[threadIdx.x >> 5] = acc;
+        __syncthreads();
+        if (l == 0)
+            for (int w = 1; w < tpr / 32; ++w) acc += warp_sum[(threadIdx.x >> 5) + w];
+    }
     if (l == 0 && r < R) {
         if (W != nullptr) W[(long long)blockIdx.y * R + r] = acc;
         else put(y + r * incy, acc, alpha, beta);
@@ -97,17 +104,23 @@ __device__ __forceinline__ void rows(
     const long long ldx, const float* __restrict__ v, const long long incv, const float beta,                   \
     float* __restrict__ y, const long long incy, float* __restrict__ W
 extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows(GG_GEMV_ROWS_PARAMS) {
-    rows<4, false>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
+    rows<4, false, false>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
 }
 // With the vector's shifted 16-byte loads, for X's rows not 16 bytes apart (50 -> 54 registers: kept out of
 // gg_gemv_rows, whose aligned rows lost 3-8% at four blocks an SM instead of five).
 extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows_odd(GG_GEMV_ROWS_PARAMS) {
-    rows<4, true>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
+    rows<4, true, false>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
 }
 // Eight loads in flight a lane (and the shifted loads): for few blocks (fewer than three an SM), where four
 // loads leave the memory idle.
 extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows8(GG_GEMV_ROWS_PARAMS) {
-    rows<8, true>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
+    rows<8, true, false>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
+}
+// A row across 2..8 warps (tpr 64..256; eight loads in flight a lane, the shifted loads): few rows of long
+// K, where the other kernels would split K and add a reduce kernel (the barrier kept out of gg_gemv_rows8:
+// ptxas gives that 64 registers instead of 80 with it).
+extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows_wide(GG_GEMV_ROWS_PARAMS) {
+    rows<8, true, true>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
 }
 
 // y[r] (r < R) = alpha * sum_k X[k, r] v[k] + beta * y[r], X's rows are k (ldx apart), r contiguous. A block

@@ -66,10 +66,13 @@ def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loa
     if r.grid[0] >= gemv.WAVES * sms and rounds <= (gemv.ROW_ROUNDS if r.kind == "rows" else gemv.ROUNDS):
         assert r.slices == 1
     if r.kind == "rows":
-        assert 4 <= r.width <= 32 and (r.width == 32 or r.width * 32 > K)   # lanes a row fit its K
-        # eight loads in flight a lane where blocks are few, four where they fill the SMs
-        assert r.depth == (8 if r.grid[0] < gemv.ROW_DEEP * sms else 4)
-        assert r.kernel == ("gg_gemv_rows8" if r.depth == 8 else "gg_gemv_rows_odd" if K % 4 else "gg_gemv_rows")
+        assert 4 <= r.width <= 256 and (r.width >= 32 or r.width * 32 > K)   # lanes a row fit its K
+        if r.width > 32:   # few rows: a row across warps, four 16-byte groups a lane or more, not a K split
+            assert K >= 16 * r.width and -(-R * r.width // 512) < gemv.WAVES * sms and r.depth == 8
+            assert r.kernel == "gg_gemv_rows_wide"
+        else:   # eight loads in flight a lane where blocks are few, four where they fill the SMs
+            assert r.depth == (8 if r.grid[0] < gemv.ROW_DEEP * sms else 4)
+            assert r.kernel == ("gg_gemv_rows8" if r.depth == 8 else "gg_gemv_rows_odd" if K % 4 else "gg_gemv_rows")
         if rounds <= gemv.ROW_FEW and 4 * r.grid[0] >= sms:   # a few rounds: never split (the reduce costs more)
             assert r.slices == 1
     else:
@@ -125,7 +128,8 @@ def test_the_library_hands_it_out_for_one_row_or_column_and_plans_no_copies():
 def test_the_source_compiles_for_ampere_and_hopper_without_spills():
     for arch in ("sm_80", "sm_90"):
         report = build.nvcc.compile_cubin(gemv.SOURCE, arch)
-        assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows", "gg_gemv_rows8", "gg_gemv_rows_odd"]
+        assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows", "gg_gemv_rows8",
+                                          "gg_gemv_rows_odd", "gg_gemv_rows_wide"]
         assert all(k.spills == 0 for k in report.kernels.values())
 
 

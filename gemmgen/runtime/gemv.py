@@ -87,6 +87,8 @@ class Route(NamedTuple):
     @property
     def kernel(self) -> str:
         """The kernel's name in SOURCE."""
+        if self.kind == "rows" and self.width > 32:
+            return "gg_gemv_rows_wide"   # a row across warps
         if self.kind == "rows" and self.depth == 4 and self.ldx % 4:
             return "gg_gemv_rows_odd"   # rows not 16 bytes apart: the vector's loads shifted to them
         return f"gg_gemv_{self.kind}" + ("8" if self.depth == 8 else "")
@@ -123,8 +125,10 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
     depth = 4
     if kind == "rows":   # lanes a row, 4 .. 32: a round of four (eight) 16-byte loads each covers the row's K
         width = min(32, max(4, _pow2(K // 16 + 1) // 2))
+        while width < 256 and -(-R * width // 256) < WAVES * sm_count and K >= 32 * width:
+            width *= 2   # few rows: a row across warps (four 16-byte groups a lane or more), not a K split
         blocks = -(-R * width // 256)
-        depth = 8 if blocks < ROW_DEEP * sm_count else 4
+        depth = 8 if blocks < ROW_DEEP * sm_count or width > 32 else 4
         per_round = width * 4 * depth                                          # k a round of loads covers
         least = 1 if -(-K // per_round) <= ROW_FEW and 4 * blocks >= sm_count else K // MIN_SLICE
     else:                # threads across: 4 outputs each, up to 64 (256 outputs a block); the rest walk k
