@@ -197,10 +197,13 @@ class GemvLaunch:
     """The request's launches prepared (parameter buffers filled but for the pointers and scalars), called
     as :class:`gemmgen.measure.launch.Launch` is."""
 
-    __slots__ = ("route", "fn", "main", "fn_reduce", "reduce", "reduce_after")
+    __slots__ = ("route", "fn", "fn_off", "main", "fn_reduce", "reduce", "reduce_after")
 
     def __init__(self, route_: Route, K: int):
         self.route, self.fn = route_, _function(route_.kernel)
+        # gg_gemv_rows's rows are 16 bytes apart; a vector off X's 16-byte phase takes gg_gemv_rows_odd's
+        # shifted loads (the phase is the pointers', known at the call)
+        self.fn_off = _function("gg_gemv_rows_odd") if route_.kernel == "gg_gemv_rows" else self.fn
         self.main = ParamBuffer(_MAIN)
         p = self.main.params
         p.R, p.K, p.kchunk, p.width = route_.R, K, route_.kchunk, route_.width
@@ -216,9 +219,9 @@ class GemvLaunch:
     def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0,
                  behind: bool = False) -> None:
         r, p = self.route, self.main.params
-        p.X, p.v = (A, B) if r.x == "A" else (B, A)
+        p.X, p.v = X, v = (A, B) if r.x == "A" else (B, A)
         p.alpha, p.beta, p.y, p.W = alpha, beta, C, (workspace if self.reduce is not None else 0)
-        _launch.launch_kernel(self.fn, *r.grid, 256, 1, 1, 0, stream, self.main.argv_ptr, 0)
+        _launch.launch_kernel(self.fn if not (X - v) & 15 else self.fn_off, *r.grid, 256, 1, 1, 0, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
             q = self.reduce.params
             q.alpha, q.beta, q.y, q.W = alpha, beta, C, workspace

@@ -63,7 +63,7 @@ def test_padded_and_misaligned_operands(layout, pad, shift):
     import gemmgen
 
     rng = np.random.default_rng(pad * 10 + shift)
-    for M, N, K in ((1, 2051, 3000), (2051, 1, 3000)):
+    for M, N, K in ((1, 2051, 3000), (2051, 1, 3000), (4096, 1, 1024)):   # 4096 rows: gg_gemv_rows(_odd)
         A = _operand(cp, rng, M, K, layout[0], pad, shift)
         B = _operand(cp, rng, K, N, layout[1], pad, shift + 2)
         _check(cp, gemmgen, A, B)
