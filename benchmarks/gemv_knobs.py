@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE))
 
 from matmul_vs_cublas import leading_dims, load_shapes, operands, parse_shape  # noqa: E402
 
-KNOBS = ("WAVES", "ROUNDS", "ROW_ROUNDS", "MAX_SLICES", "MIN_SLICE", "COL_WIDTH", "ROW_DEEP", "ROW_FEW")
+KNOBS = ("WAVES", "ROUNDS", "ROW_ROUNDS", "MAX_SLICES", "MIN_SLICE", "COL_WIDTH", "ROW_DEEP", "ROW_FEW", "WIDE")
 
 
 def parse_setting(text: str) -> dict[str, int]:

@@ -68,7 +68,8 @@ def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loa
     if r.kind == "rows":
         assert 4 <= r.width <= 256 and (r.width >= 32 or r.width * 32 > K)   # lanes a row fit its K
         if r.width > 32:   # few rows: a row across warps, four 16-byte groups a lane or more, not a K split
-            assert K >= 16 * r.width and -(-R * r.width // 512) < gemv.WAVES * sms and r.depth == 8
+            assert K >= 16 * r.width and -(-R * r.width // 512) < gemv.WIDE * sms and r.depth == 8
+            assert r.slices == 1   # in place of a split only (64x1x2048: split, not across warps)
             assert r.kernel == "gg_gemv_rows_wide"
         else:   # eight loads in flight a lane where blocks are few, four where they fill the SMs
             assert r.depth == (8 if r.grid[0] < gemv.ROW_DEEP * sms else 4)

@@ -31,16 +31,14 @@ hand out a GEMM kernel, with the same launch interface (``loaded.prepared``, ``l
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..base.paths import data_dir
 from ..measure import launch as _launch
-from ..measure.launch import MAX_PREPARED, LoadedKernel, ParamBuffer, param_struct
-from ..measure.pdl import Dependent, supported
+from ..measure.launch import ParamBuffer, param_struct
+from .handwritten import Behind, HandConfig, RouteKernel, function, source
 
-SOURCE = (data_dir("templates") / "gemv.cu").read_text()   # hand-written CUDA, not a Jinja template
+FILE = "gemv.cu"
+SOURCE = source(FILE)   # hand-written CUDA, not a Jinja template
 _MAIN = param_struct("_Gemv", "R:i K:i kchunk:i width:i alpha:f X:p ldx:q v:p incv:q beta:f y:p incy:q W:p")
 _REDUCE = param_struct("_GemvReduce", "R:i S:i alpha:f W:p beta:f y:p incy:q")
 WAVES = 2             # blocks a kernel should have per SM before K is split: enough loads in flight
@@ -52,11 +50,11 @@ COL_WIDTH = 64        # the most threads across a block of gg_gemv_cols (4 outpu
 ROW_DEEP = 3          # gg_gemv_rows8 (eight loads in flight a lane) below this many blocks an SM, else gg_gemv_rows
 ROW_FEW = 2           # rounds of loads a lane of gg_gemv_rows(8) waits for that are not split where blocks are
                       # a quarter of the SMs or more (the reduce costs more than the rounds)
+WIDE = 1              # rows of gg_gemv_rows widen across warps (gg_gemv_rows_wide) while blocks are fewer than
+                      # this many an SM, where that saves a K split (H200, session 48: 512x1x4096 9.3 -> 8.4 us,
+                      # 300x1x5000 8.9 -> 8.5 us; widening below two waves lost 1x2048x2048 NT 10.7 -> 11.4 us)
 LIMIT = 2**26          # the most outputs (and, times 16, K): the kernels index threads, rows and k in 32 bits
                        # (R x 32 lanes, K + a slice); beyond, the GEMM kernels serve
-_MODULES: dict[int, object] = {}  # per device: SOURCE compiled for it (kept: its functions are cached)
-_FUNCTIONS: dict[tuple[int, str], int] = {}
-_LOCK = threading.Lock()
 
 
 def serves(M: int, N: int, K: int, precision: str, family: str | None, elem: int = 4) -> bool:
@@ -122,99 +120,72 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
     else:        # y = C[0, :], X = B (K x N), v = A[0, :]
         kind = "cols" if layout[1] == "N" else "rows"
         x, R, ldx, incv, incy = "B", N, ldb, (1 if layout[0] == "N" else lda), 1
-    depth = 4
     if kind == "rows":   # lanes a row, 4 .. 32: a round of four (eight) 16-byte loads each covers the row's K
-        width = min(32, max(4, _pow2(K // 16 + 1) // 2))
-        while width < 256 and -(-R * width // 256) < WAVES * sm_count and K >= 32 * width:
+        width = base = min(32, max(4, _pow2(K // 16 + 1) // 2))
+        while width < 256 and -(-R * width // 256) < WIDE * sm_count and K >= 32 * width:
             width *= 2   # few rows: a row across warps (four 16-byte groups a lane or more), not a K split
-        blocks = -(-R * width // 256)
-        depth = 8 if blocks < ROW_DEEP * sm_count or width > 32 else 4
-        per_round = width * 4 * depth                                          # k a round of loads covers
-        least = 1 if -(-K // per_round) <= ROW_FEW and 4 * blocks >= sm_count else K // MIN_SLICE
+        depth, slices = _split(kind, R, K, width, sm_count)
+        if slices > 1 and width > base:   # across warps in place of a split only (64x1x2048 split 32 ways 6.1 us,
+            width = base                  # across 4 warps and split 9 ways 7.0 us: H200, session 48)
+            depth, slices = _split(kind, R, K, width, sm_count)
     else:                # threads across: 4 outputs each, up to 64 (256 outputs a block); the rest walk k
         width = min(COL_WIDTH, _pow2(-(-R // 4)))
-        blocks, per_round = -(-R // (4 * width)), 8 * (256 // width)
-        least = K // max(MIN_SLICE, 256 // width)
-    rounds = ROUNDS if kind == "cols" else ROW_ROUNDS
-    want = max(-(-WAVES * sm_count // blocks), -(-K // (rounds * per_round)))
-    slices = max(1, min(want, MAX_SLICES, least))
+        depth, slices = _split(kind, R, K, width, sm_count)
     kchunk = -(-(-(-K // slices)) // 4) * 4   # slices of whole 16-byte groups of k
     return Route(kind, x, R, ldx, incv, incy, width, -(-K // kchunk), kchunk, depth)
 
 
-@dataclass(frozen=True)
-class GemvConfig:
-    """What the rest of the library reads of a kernel's config (names, layout, the launch's needs)."""
+def _split(kind: str, R: int, K: int, width: int, sm_count: int) -> tuple[int, int]:
+    """(loads in flight a lane of "rows", K slices) of a route's blocks."""
+    depth = 4
+    if kind == "rows":
+        blocks = -(-R * width // 256)
+        depth = 8 if blocks < ROW_DEEP * sm_count or width > 32 else 4
+        per_round = width * 4 * depth                                          # k a round of loads covers
+        least = 1 if -(-K // per_round) <= ROW_FEW and 4 * blocks >= sm_count else K // MIN_SLICE
+    else:
+        blocks, per_round = -(-R // (4 * width)), 8 * (256 // width)
+        least = K // max(MIN_SLICE, 256 // width)
+    rounds = ROUNDS if kind == "cols" else ROW_ROUNDS
+    want = max(-(-WAVES * sm_count // blocks), -(-K // (rounds * per_round)))
+    return depth, max(1, min(want, MAX_SLICES, least))
 
-    name: str
-    layout: str
-    split_k: int = 1
-    family: str = "gemv"
-    label: str = ""
-    precision: str = "fp32"
-    dtype: str = "f32"
-    tensor_maps: bool = False
-    bounds: str = "checked"
-    interleave: bool = False
-    split_atomic: bool = False
 
-
-class GemvKernel:
-    """The matrix-vector route of one request in the library's Kernel shape: ``config``, ``source``,
-    ``measured`` (None), callable with Operands, and ``loaded`` (itself: :meth:`prepared`, a launch per
-    thread and leading dimensions; :meth:`workspace_floats`)."""
+class GemvKernel(RouteKernel):
+    """The matrix-vector route of one request in the library's Kernel shape (:class:`.handwritten.RouteKernel`)."""
 
     def __init__(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_count: int):
+        super().__init__(M, N, K, layout, sm_count)
         self.route = route(M, N, K, layout, lda, ldb, ldc, sm_count)
-        self.shape, self.sm_count = (M, N, K, layout), sm_count
         name = self.route.kernel + (f"_k{self.route.slices}" if self.route.slices > 1 else "")
-        self.config = GemvConfig(name, layout, self.route.slices)
-        self.loaded, self.measured, self.source = self, None, SOURCE
-        self._workspace = self.route.slices > 1
-        self._local = threading.local()
+        self.config, self.source = HandConfig(name, layout, self.route.slices), SOURCE
+        self.workspace = self.route.slices * self.route.R if self.route.slices > 1 else 0
 
-    __call__ = LoadedKernel.launch   # (ops, stream=None, workspace=None): the workspace from CuPy's pool if none
-
-    def workspace_floats(self, M: int, N: int) -> int:
-        return self.route.slices * self.route.R if self._workspace else 0
-
-    def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int) -> "GemvLaunch":
-        """This thread's launch for these leading dimensions (the sizes are the kernel's own)."""
-        if (M, N, K) != self.shape[:3]:
-            raise ValueError(f"{self.config.name} serves {self.shape[0]}x{self.shape[1]}x{self.shape[2]}, not {M}x{N}x{K}")
-        launches = getattr(self._local, "launches", None)
-        if launches is None:
-            launches = self._local.launches = {}
-        found = launches.get((lda, ldb, ldc))
-        if found is None:
-            if len(launches) >= MAX_PREPARED:
-                launches.clear()
-            found = launches[lda, ldb, ldc] = GemvLaunch(route(M, N, K, self.shape[3], lda, ldb, ldc, self.sm_count), K)
-        return found
+    def _launch(self, lda: int, ldb: int, ldc: int) -> "GemvLaunch":
+        M, N, K, layout = self.shape
+        return GemvLaunch(route(M, N, K, layout, lda, ldb, ldc, self.sm_count), K)
 
 
 class GemvLaunch:
     """The request's launches prepared (parameter buffers filled but for the pointers and scalars), called
     as :class:`gemmgen.measure.launch.Launch` is."""
 
-    __slots__ = ("route", "fn", "fn_off", "main", "fn_reduce", "reduce", "reduce_after")
+    __slots__ = ("route", "fn", "fn_off", "main", "reduce")
 
     def __init__(self, route_: Route, K: int):
-        self.route, self.fn = route_, _function(route_.kernel)
+        self.route, self.fn = route_, function(FILE, route_.kernel)
         # gg_gemv_rows's rows are 16 bytes apart; a vector off X's 16-byte phase takes gg_gemv_rows_odd's
         # shifted loads (the phase is the pointers', known at the call)
-        self.fn_off = _function("gg_gemv_rows_odd") if route_.kernel == "gg_gemv_rows" else self.fn
+        self.fn_off = function(FILE, "gg_gemv_rows_odd") if route_.kernel == "gg_gemv_rows" else self.fn
         self.main = ParamBuffer(_MAIN)
         p = self.main.params
         p.R, p.K, p.kchunk, p.width = route_.R, K, route_.kchunk, route_.width
         p.ldx, p.incv, p.incy = route_.ldx, route_.incv, route_.incy
-        self.fn_reduce = self.reduce = self.reduce_after = None
-        if route_.slices > 1:
-            self.fn_reduce, self.reduce = _function("gg_gemv_reduce"), ParamBuffer(_REDUCE)
-            q = self.reduce.params
+        self.reduce = None
+        if route_.slices > 1:   # placed while the slices finish, waiting for them in the kernel (sm_90+)
+            self.reduce = Behind(function(FILE, "gg_gemv_reduce"), (-(-route_.R // 32), 1, 1), _REDUCE)
+            q = self.reduce.params.params
             q.R, q.S, q.incy = route_.R, route_.slices, route_.incy
-            # the reduce is placed while the slices finish and waits for them in the kernel (.pdl), sm_90+
-            self.reduce_after = Dependent((-(-route_.R // 32), 1, 1), (256, 1, 1), 0) if _pdl() else None
 
     def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0,
                  behind: bool = False) -> None:
@@ -223,34 +194,6 @@ class GemvLaunch:
         p.alpha, p.beta, p.y, p.W = alpha, beta, C, (workspace if self.reduce is not None else 0)
         _launch.launch_kernel(self.fn if not (X - v) & 15 else self.fn_off, *r.grid, 256, 1, 1, 0, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
-            q = self.reduce.params
+            q = self.reduce.params.params
             q.alpha, q.beta, q.y, q.W = alpha, beta, C, workspace
-            if self.reduce_after is not None:
-                try:
-                    self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr)
-                    return
-                except RuntimeError:   # the driver refused the attribute (a capture it cannot record, say)
-                    self.reduce_after = None
-            _launch.launch_kernel(self.fn_reduce, -(-r.R // 32), 1, 1, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
-
-
-def _function(name: str) -> int:
-    """The CUfunction of kernel ``name`` of SOURCE on the current device (compiled once per device)."""
-    import cupy
-
-    key = (cupy.cuda.runtime.getDevice(), name)
-    ptr = _FUNCTIONS.get(key)
-    if ptr is None:
-        with _LOCK:   # one module per device, however many threads make their first call at once
-            if key[0] not in _MODULES:
-                _MODULES[key[0]] = cupy.RawModule(code=SOURCE, options=("-std=c++17",))
-            ptr = _FUNCTIONS[key] = _MODULES[key[0]].get_function(name).kernel.ptr
-    return ptr
-
-
-def _pdl() -> bool:
-    """Whether the current device launches the reduce as a programmatic dependent (sm_90+, a driver with it;
-    CuPy compiles SOURCE for the device's own arch, so griddepcontrol.wait is in the reduce there)."""
-    import cupy
-
-    return supported("sm_" + cupy.cuda.Device().compute_capability)   # "90" -> sm_90
+            self.reduce(stream)

@@ -20,6 +20,7 @@ from ..base.devices import require_gpu
 from . import autotune
 from .arrays import as_output, check_matrix, input_matrix, layout_of, overlaps, span_offsets
 from .calls import Prepared, kept
+from .handwritten import HANDWRITTEN
 from .library import library_for
 from .precision import DTYPE_NAMES, check_family, resolve_precision
 from .transpose import staged, stored_shape
@@ -120,7 +121,7 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
         kernel, pack_a, pack_b = lib.plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned, a.itemsize)
         stream = stream or cupy.cuda.get_current_stream()
         settled = True
-        if a.itemsize == 4 and autotune.candidates_per_request() and kernel.config.family != "gemv":   # opt-in tuning
+        if a.itemsize == 4 and autotune.candidates_per_request() and kernel.config.family not in HANDWRITTEN:   # opt-in tuning
             (kernel, pack_a, pack_b), settled = autotune.tuned_plan(
                 lib, (M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned), (kernel, pack_a, pack_b),
                 autotune.runner(a, b, la, lb, M, N, K, lda, ldb, ldc, stream), stream)

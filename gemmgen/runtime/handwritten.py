@@ -1,0 +1,122 @@
+"""What the hand-written kernels of templates/ (gemv.cu, small.cu: fixed CUDA, no Jinja, no tuning) share: their
+modules compiled once per device, the library's Kernel shape around one request's route, and a reduce
+kernel launched behind the main one.
+
+A route module (:mod:`.gemv`, :mod:`.small`) subclasses :class:`RouteKernel` with the launch of one request
+(``_launch(lda, ldb, ldc)``); the library hands the kernel out where it would hand out a GEMM kernel
+(``config``, ``loaded.prepared``, ``loaded.workspace_floats``, callable with Operands).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from ..base.paths import data_dir
+from ..measure import launch as _launch
+from ..measure.launch import MAX_PREPARED, LoadedKernel, ParamBuffer
+from ..measure.pdl import Dependent, supported
+
+HANDWRITTEN = ("gemv", "small")   # their config families: no tuned variants, no opt-in autotuning
+_MODULES: dict[tuple[int, str], object] = {}   # (device, template file): compiled once (its functions are cached)
+_FUNCTIONS: dict[tuple[int, str, str], int] = {}
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class HandConfig:
+    """What the rest of the library reads of a kernel's config (names, layout, the launch's needs)."""
+
+    name: str
+    layout: str
+    split_k: int = 1
+    family: str = "gemv"
+    label: str = ""
+    precision: str = "fp32"
+    dtype: str = "f32"
+    tensor_maps: bool = False
+    bounds: str = "checked"
+    interleave: bool = False
+    split_atomic: bool = False
+
+
+def source(file: str) -> str:
+    """The CUDA text of templates/``file``."""
+    return (data_dir("templates") / file).read_text()
+
+
+def function(file: str, name: str) -> int:
+    """The CUfunction of kernel ``name`` of templates/``file`` on the current device (compiled once per device)."""
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    key = (device, file, name)
+    ptr = _FUNCTIONS.get(key)
+    if ptr is None:
+        with _LOCK:   # one module per device and file, however many threads make their first call at once
+            if (device, file) not in _MODULES:
+                _MODULES[device, file] = cupy.RawModule(code=source(file), options=("-std=c++17",))
+            ptr = _FUNCTIONS[key] = _MODULES[device, file].get_function(name).kernel.ptr
+    return ptr
+
+
+def pdl() -> bool:
+    """Whether the current device launches a reduce as a programmatic dependent (sm_90+, a driver with it;
+    CuPy compiles the files for the device's own arch, so griddepcontrol.wait is in the reduce there)."""
+    import cupy
+
+    return supported("sm_" + cupy.cuda.Device().compute_capability)   # "90" -> sm_90
+
+
+class Behind:
+    """A kernel launched behind the one ahead of it on the stream: as its programmatic dependent where the
+    device has them (placed while the kernel ahead finishes; it waits in the kernel), one after the other
+    where not, or once the driver has refused the attribute (a capture it cannot record, say)."""
+
+    __slots__ = ("fn", "grid", "params", "dependent")
+
+    def __init__(self, fn: int, grid: tuple[int, int, int], struct: type):
+        self.fn, self.grid, self.params = fn, grid, ParamBuffer(struct)
+        self.dependent = Dependent(grid, (256, 1, 1), 0) if pdl() else None
+
+    def __call__(self, stream: int) -> None:
+        if self.dependent is not None:
+            try:
+                self.dependent(self.fn, stream, self.params.argv_ptr)
+                return
+            except RuntimeError:
+                self.dependent = None
+        _launch.launch_kernel(self.fn, *self.grid, 256, 1, 1, 0, stream, self.params.argv_ptr, 0)
+
+
+class RouteKernel:
+    """One request's hand-written kernel in the library's Kernel shape: ``config``, ``source``, ``measured``
+    (None), callable with Operands, ``loaded`` (itself). Subclasses set ``config``, ``source`` and
+    ``workspace`` (floats, 0 for none) and give ``_launch(lda, ldb, ldc)``: the request's prepared launch."""
+
+    def __init__(self, M: int, N: int, K: int, layout: str, sm_count: int):
+        self.shape, self.sm_count = (M, N, K, layout), sm_count
+        self.loaded, self.measured = self, None
+        self._local = threading.local()
+
+    __call__ = LoadedKernel.launch   # (ops, stream=None, workspace=None): the workspace from CuPy's pool if none
+
+    @property
+    def _workspace(self) -> bool:
+        return self.workspace > 0
+
+    def workspace_floats(self, M: int, N: int) -> int:
+        return self.workspace
+
+    def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
+        """This thread's launch for these leading dimensions (the sizes are the kernel's own)."""
+        if (M, N, K) != self.shape[:3]:
+            raise ValueError(f"{self.config.name} serves {self.shape[0]}x{self.shape[1]}x{self.shape[2]}, not {M}x{N}x{K}")
+        launches = getattr(self._local, "launches", None)
+        if launches is None:
+            launches = self._local.launches = {}
+        found = launches.get((lda, ldb, ldc))
+        if found is None:
+            if len(launches) >= MAX_PREPARED:
+                launches.clear()
+            found = launches[lda, ldb, ldc] = self._launch(lda, ldb, ldc)
+        return found
