@@ -47,7 +47,7 @@ def venv(tmp_path_factory, wheel) -> Path:
 def test_wheel_ships_the_data_folders(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     templates = sorted(p.name for p in (REPO / "templates").iterdir() if p.suffix in (".j2", ".cu"))
-    assert {"pipeline.cuh.j2", "common.cuh.j2", "gemv.cu"} <= set(templates)   # gemv.cu: plain CUDA, read as is
+    assert {"pipeline.cuh.j2", "common.cuh.j2", "gemv.cu", "small.cu"} <= set(templates)   # *.cu: plain CUDA, read as is
     for template in templates:
         assert f"gemmgen/templates/{template}" in names
     assert "gemmgen/cli/__init__.py" in names and "gemmgen/build/nvcc.py" in names

@@ -20,7 +20,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..base.devices import known
     from ..base.shape import Shape
     from ..records.lookup import load_device
-    from ..runtime import gemv
+    from ..runtime import gemv, small
     from ..runtime.library import KernelLibrary
     from ..runtime.precision import check_family
     from ..runtime.counts import aligned_for
@@ -40,7 +40,13 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     if gemv.serves(s.M, s.N, s.K, "fp32", family):   # one row or column of C: the matrix-vector kernels, no model
         name = gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count).config.name
         return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
-                "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0}}
+                "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0,
+                         "route": "gemv"}}
+    if small.serves(s.M, s.N, s.K, "fp32", family):   # a tiny C or a short K: small.cu's kernels, no model
+        name = small.SmallKernel(*mnk, s.layout, spec.sm_count).config.name
+        return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
+                "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0,
+                         "route": "small"}}
     copy_a, copy_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
     if fit is None:
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
@@ -62,8 +68,10 @@ def text(rows: dict[str, Any]) -> str:
     """The plan and its candidates as a few readable lines."""
     p = rows["plan"]
     if p["predicted_ms"] is None:
-        return (f"{rows['gpu']}, {rows['shape']}: {p['kernel']}\n  the matrix-vector route (one row or column of C, "
-                "gemmgen/runtime/gemv.py): bandwidth-bound kernels, not the tuned GEMM kernels; no time model")
+        what = ("the matrix-vector route (one row or column of C, gemmgen/runtime/gemv.py)" if p.get("route") == "gemv"
+                else "the small-product route (a tiny C or K <= 16, gemmgen/runtime/small.py)")
+        return (f"{rows['gpu']}, {rows['shape']}: {p['kernel']}\n  {what}: bandwidth-bound kernels, not the tuned "
+                "GEMM kernels; no time model")
     out = [f"{rows['gpu']}, {rows['shape']}: {p['kernel']}"
            + (f" after copying {' and '.join(p['copies'])} into layout {p['layout']} ({p['copies_ms'] * 1e3:.1f} us)"
               if p["copies"] else ""),

@@ -5,6 +5,8 @@
 - ``library``: :func:`load`, :class:`KernelLibrary` and :class:`Kernel`, one GPU's tuned kernels;
 - ``dispatch``: the rule that picks a stored entry for a shape; ``precision``: precision classes
   and the preset that serves a class when nothing stored fits;
+- ``gemv``, ``small``: hand-written kernels for one row or column of C, a tiny C with long K and a short
+  K (``handwritten``: what they share);
 - ``autotune``: :func:`tune_first_calls`, opt-in first-call tuning; ``picks``: its picks, kept per GPU;
 - ``bench``: :func:`bench`, presets or configs timed against cuBLAS in isolated workers.
 """

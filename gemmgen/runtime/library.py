@@ -28,7 +28,7 @@ from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
-from . import gemv
+from . import gemv, small
 from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, ranked, serves
 from .staging import copied_ld, stage_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
@@ -94,6 +94,8 @@ class KernelLibrary:
             if gemv.serves(M, N, K, precision, family):   # one row or column of C: a matrix-vector kernel
                 packed = Shape(M, N, K, layout).lds
                 kernel = gemv.GemvKernel(M, N, K, layout, lda or packed[0], ldb or packed[1], ldc or N, self.spec.sm_count)
+            elif small.serves(M, N, K, precision, family):   # a tiny C or a short K: small.cu's kernels
+                kernel = small.SmallKernel(M, N, K, layout, self.spec.sm_count)
             else:
                 kernel = self._pick(*key)
             self._choice[key] = kernel
@@ -109,7 +111,8 @@ class KernelLibrary:
         rounded up to 16 bytes). Cached per request."""
         key = (M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned)
         plan = self._plans.get(key)
-        if plan is None and gemv.serves(M, N, K, precision, family, elem):   # no copies: X is read once either way
+        if plan is None and (gemv.serves(M, N, K, precision, family, elem)   # no copies: the inputs are read once
+                             or small.serves(M, N, K, precision, family, elem)):
             plan = self._plans[key] = (self.kernel_for(M, N, K, layout, lda, ldb, ldc, precision, family), False, False)
         if plan is None:
             align = 16 // elem
