@@ -6,7 +6,8 @@
 
 Each ``--set`` is one setting of gemmgen.runtime.gemv's module constants (NAME=VALUE, several joined by
 ``+``: ``ROW_DEEP=0+ROW_FEW=0``); each ``--slices`` value forces that many K slices under every setting
-(0: the route's own choice). Every setting x slices pair builds its GemvKernel for the shape, is checked
+(0: the route's own choice; a forced split runs rows at their base width, since
+gg_gemv_rows_wide only ever replaces a split). Every setting x slices pair builds its GemvKernel for the shape, is checked
 against float64 (relative Frobenius error under 1e-5), and is timed with cuBLAS, all interleaved, the L2
 flushed before each run (``gemmgen.measure.timing.bench_interleaved``). Prints per shape cuBLAS's time and
 each pair's time, ratio and route (kernel, slices, lanes or threads across). Session 47 chose ROW_DEEP,

@@ -12,7 +12,8 @@
     const long long sbn, const float beta, float* __restrict__ C, const long long ldc, float* __restrict__ W
 
 __device__ __forceinline__ float scaled(const float acc, const float alpha, const float beta, const float* c) {
-    return beta == 0.0f ? alpha * acc : alpha * acc + beta * *c;   // beta == 0: C is never read
+    return beta == 0.0f ? alpha * acc : fmaf(beta, *c, alpha * acc);   // beta == 0: C is never read; rounded as
+                                                                       // the 16-byte stores are
 }
 
 // ---- outer: K <= 16. A block computes BM = rows * (256 / L) rows by BN = 4 * L columns of C (L = kc lanes a

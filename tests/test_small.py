@@ -72,7 +72,7 @@ def test_dots_slices_cover_k_once_and_fill_at_most_two_blocks_an_sm(M, N, K, sms
     (2048, 2048, 9, "fp32", None, 4, None), (4096, 2048, 16, "fp32", None, 4, "outer"), (4096, 2047, 16, "fp32", None, 4, None),
     (8192, 8192, 17, "fp32", None, 4, None), (4096, 4096, 4, "tf32", None, 4, None), (4096, 4096, 4, "fp32", "tf32x3", 4, None),
     (4096, 4096, 4, "f16", None, 2, None), (2, 2, 0, "fp32", None, 4, None), (2**30, 2, 3, "fp32", None, 4, None),
-    (2**30 - 1, 2, 3, "fp32", None, 4, "outer")])
+    (2**30 - 1, 2, 3, "fp32", None, 4, "outer"), (2**20, 2**20, 3, "fp32", None, 4, None)])
 def test_which_requests_take_the_route(M, N, K, precision, family, elem, takes):
     assert small.serves(M, N, K, precision, family, elem) == takes
     if takes is None and precision == "fp32" and family is None and elem == 4:

@@ -68,8 +68,8 @@ def text(rows: dict[str, Any]) -> str:
     """The plan and its candidates as a few readable lines."""
     p = rows["plan"]
     if p["predicted_ms"] is None:
-        what = ("the matrix-vector route (one row or column of C, gemmgen/runtime/gemv.py)" if p.get("route") == "gemv"
-                else "the small-product route (a tiny C or K <= 16, gemmgen/runtime/small.py)")
+        what = ("the small-product route (a tiny C or K <= 16, gemmgen/runtime/small.py)" if p.get("route") == "small"
+                else "the matrix-vector route (one row or column of C, gemmgen/runtime/gemv.py)")
         return (f"{rows['gpu']}, {rows['shape']}: {p['kernel']}\n  {what}: bandwidth-bound kernels, not the tuned "
                 "GEMM kernels; no time model")
     out = [f"{rows['gpu']}, {rows['shape']}: {p['kernel']}"

@@ -50,6 +50,8 @@ def serves(M: int, N: int, K: int, precision: str, family: str | None, elem: int
         return None
     if max(M, N) <= DOT_MAX:
         return "dots" if K >= DOT_MIN_K else None
+    if M * N >= 2**40:   # C of 4 TB: past the one-dimensional grid's 2**31 blocks of gg_outer
+        return None
     return "outer" if K <= OUTER_K or (K <= 16 and M * N >= OUTER_BIG) else None
 
 
