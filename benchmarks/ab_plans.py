@@ -10,7 +10,12 @@ SGEMM, timed interleaved in one process on the same operands (L2 flushed before 
 Each constant is one of gemmgen.runtime.dispatch's, .staging's or .predict's module constants
 (MIN_PACK_MS, SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE,
 WIDTH, PRIOR, UNALIGNED, UNALIGNED_WS, EXTRAPOLATED, MAX_RESIDENT, EMPTY_FIT (0/1), BORROW (0/1), LATENCY_SIMT (0/1):
-``--knob MAX_RESIDENT=1,8`` is the time model without and with its latency term). Two libraries
+``--knob MAX_RESIDENT=1,8`` is the time model without and with its latency term), or of the hand-written
+routes .gemv and .small, named with their module where two hold one (``small.WAVES``): the small-product
+route against the GEMM kernels is
+
+    python benchmarks/ab_plans.py --knob OUTER_K=8,0 --knob OUTER_BIG=8388608,1e15 --knob DOT_MAX=8,1 \
+        --shapes benchmarks/small.toml Two libraries
 are loaded; each plans every shape under its side's values, and matmul runs the library of the side
 being timed. ``--results-a/--results-b`` give each side its own results file instead of the shipped
 ones (a file as `gemmgen search` writes it, for this GPU): what a change of the stored kernels or
@@ -27,9 +32,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from knobs import knob_owners, parse_knobs, set_side  # noqa: E402
-from matmul_vs_cublas import (geomean, leading_dims, operands, parse_macs, parse_shape, plan_name,  # noqa: E402
-                              random_shapes, rel_error, tuned_keys)
+from knobs import MODULES, ROUTES, knob_owners, parse_knobs, set_side  # noqa: E402
+from matmul_vs_cublas import (geomean, leading_dims, load_shapes, operands, parse_macs, parse_shape,  # noqa: E402
+                              plan_name, random_shapes, rel_error, tuned_keys)
 
 
 def side_library(path: str | None):
@@ -55,6 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results-a", metavar="FILE", help="side A's results file (default: the shipped results)")
     ap.add_argument("--results-b", metavar="FILE", help="side B's results file (default: the shipped results)")
     ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]")
+    ap.add_argument("--shapes", type=Path, metavar="FILE", help="a TOML file of shapes (benchmarks/*.toml)")
     ap.add_argument("--random", type=int, metavar="N", help="N random untuned shapes per --seed")
     ap.add_argument("--seed", type=int, action="append", default=[], help="seeds of --random (repeatable)")
     ap.add_argument("--macs", type=parse_macs, default=(27, 37), metavar="LO:HI",
@@ -69,7 +75,13 @@ def main(argv=None) -> int:
     for path in (args.results_a, args.results_b):
         if path and not Path(path).is_file():
             ap.error(f"results file {path!r} does not exist (give a results JSON file, e.g. results/<gpu>.json)")
-    shapes = list(args.shape)
+    if args.shapes is not None and not args.shapes.is_file():
+        ap.error(f"shapes file {str(args.shapes)!r} does not exist (give a TOML file, e.g. benchmarks/small.toml)")
+    try:
+        shapes = list(args.shape) + (load_shapes(args.shapes) if args.shapes is not None else [])
+    except (ValueError, KeyError, TypeError) as err:   # TOMLDecodeError is a ValueError
+        ap.error(f"shapes file {str(args.shapes)!r} is not a list of [[shape]] mnk = [M, N, K] entries ({err})")
+    owners = knob_owners(ap, knobs, MODULES + ROUTES)
     for seed in args.seed if args.random else []:
         shapes += random_shapes(args.random, seed, tuned_keys(), args.macs)
 
@@ -82,7 +94,6 @@ def main(argv=None) -> int:
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
     from gemmgen.runtime import calls, library
 
-    owners = knob_owners(ap, knobs)
     libs = tuple(side_library(path) for path in (args.results_a, args.results_b))
     key = (cupy.cuda.Device().id, False)
     spec = detect(key[0])
