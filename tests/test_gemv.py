@@ -125,20 +125,30 @@ def test_the_library_hands_it_out_for_one_row_or_column_and_plans_no_copies():
     assert lib.kernel_for(1, 4096, 4096, "NN", family="simt").config.family == "gemv"
 
 
-@pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
-def test_the_source_compiles_for_ampere_and_hopper_without_spills():
+def compiles_without_spills(source: str, kernels: list[str]) -> None:
+    """``source`` builds for Ampere and Hopper into exactly ``kernels``, none spilling (the hand-written files)."""
     for arch in ("sm_80", "sm_90"):
-        report = build.nvcc.compile_cubin(gemv.SOURCE, arch)
-        assert sorted(report.kernels) == ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows", "gg_gemv_rows8",
-                                          "gg_gemv_rows_odd", "gg_gemv_rows_wide"]
+        report = build.nvcc.compile_cubin(source, arch)
+        assert sorted(report.kernels) == sorted(kernels)
         assert all(k.spills == 0 for k in report.kernels.values())
 
 
-def test_the_benchmark_file_of_matrix_vector_shapes_holds_only_requests_the_route_takes():
+def benchmark_shapes(name: str) -> list[dict]:
+    """The [[shape]] entries of benchmarks/<name>.toml."""
     import tomllib
     from pathlib import Path
 
-    shapes = tomllib.loads((Path(__file__).parents[1] / "benchmarks" / "gemv.toml").read_text())["shape"]
+    return tomllib.loads((Path(__file__).parents[1] / "benchmarks" / f"{name}.toml").read_text())["shape"]
+
+
+@pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
+def test_the_source_compiles_for_ampere_and_hopper_without_spills():
+    compiles_without_spills(gemv.SOURCE, ["gg_gemv_cols", "gg_gemv_reduce", "gg_gemv_rows", "gg_gemv_rows8",
+                                          "gg_gemv_rows_odd", "gg_gemv_rows_wide"])
+
+
+def test_the_benchmark_file_of_matrix_vector_shapes_holds_only_requests_the_route_takes():
+    shapes = benchmark_shapes("gemv")
     assert len(shapes) == 31
     for s in shapes:
         M, N, K = s["mnk"]
