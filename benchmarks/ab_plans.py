@@ -4,7 +4,7 @@ SGEMM, timed interleaved in one process on the same operands (L2 flushed before 
     python benchmarks/ab_plans.py --knob MIN_PACK_MS=0.2,0.08 --random 24 --seed 1 --seed 2 --only-changed
     python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,1.0 --shape 11786x58x246/NN --json out.json
     python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,0.8 --knob MIN_STAGE_K=96,64 --random 24 --seed 3
-    python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json --results-b results/nvidia-h100-80gb-hbm3.json \
+    python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json --results-b results/nvidia-h100-80gb-hbm3.json \\
         --random 24 --seed 1 --seed 2 --only-changed
 
 Each constant is one of gemmgen.runtime.dispatch's, .staging's or .predict's module constants
@@ -14,9 +14,10 @@ WIDTH, PRIOR, UNALIGNED, UNALIGNED_WS, EXTRAPOLATED, MAX_RESIDENT, EMPTY_FIT (0/
 routes .gemv and .small, named with their module where two hold one (``small.WAVES``): the small-product
 route against the GEMM kernels is
 
-    python benchmarks/ab_plans.py --knob OUTER_K=8,0 --knob OUTER_BIG=8388608,1e15 --knob DOT_MAX=8,1 \
-        --shapes benchmarks/small.toml Two libraries
-are loaded; each plans every shape under its side's values, and matmul runs the library of the side
+    python benchmarks/ab_plans.py --knob OUTER_K=8,0 --knob OUTER_BIG=8388608,1e15 --knob DOT_MAX=8,1 \\
+        --shapes benchmarks/small.toml
+
+Two libraries are loaded; each plans every shape under its side's values, and matmul runs the library of the side
 being timed. ``--results-a/--results-b`` give each side its own results file instead of the shipped
 ones (a file as `gemmgen search` writes it, for this GPU): what a change of the stored kernels or
 timings does to the plans and to matmul's speed. Prints per shape both ratios to cuBLAS and both plans;

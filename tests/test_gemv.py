@@ -133,12 +133,16 @@ def compiles_without_spills(source: str, kernels: list[str]) -> None:
         assert all(k.spills == 0 for k in report.kernels.values())
 
 
-def benchmark_shapes(name: str) -> list[dict]:
-    """The [[shape]] entries of benchmarks/<name>.toml."""
+def benchmark_file_holds_only_requests_of(name: str, count: int, serves) -> None:
+    """benchmarks/<name>.toml holds ``count`` shapes, each one that ``serves`` takes, in one of the layouts."""
     import tomllib
     from pathlib import Path
 
-    return tomllib.loads((Path(__file__).parents[1] / "benchmarks" / f"{name}.toml").read_text())["shape"]
+    shapes = tomllib.loads((Path(__file__).parents[1] / "benchmarks" / f"{name}.toml").read_text())["shape"]
+    assert len(shapes) == count
+    for s in shapes:
+        M, N, K = s["mnk"]
+        assert serves(M, N, K, "fp32", None) and s.get("layout", "NN") in LAYOUTS, s
 
 
 @pytest.mark.skipif(not build.have_nvcc(), reason="nvcc (CUDA toolkit) is not installed")
@@ -148,11 +152,7 @@ def test_the_source_compiles_for_ampere_and_hopper_without_spills():
 
 
 def test_the_benchmark_file_of_matrix_vector_shapes_holds_only_requests_the_route_takes():
-    shapes = benchmark_shapes("gemv")
-    assert len(shapes) == 31
-    for s in shapes:
-        M, N, K = s["mnk"]
-        assert gemv.serves(M, N, K, "fp32", None) and s.get("layout", "NN") in LAYOUTS, s
+    benchmark_file_holds_only_requests_of("gemv", 31, gemv.serves)
 
 
 @pytest.mark.parametrize("argv,named", [(["--shape", "1x64x64", "--set", "FOO=1"], "'FOO=1'"),

@@ -12,7 +12,7 @@ from gemmgen.base.devices import known
 from gemmgen.runtime import small
 from gemmgen.runtime.library import KernelLibrary
 
-from test_gemv import LAYOUTS, _stored, benchmark_shapes, compiles_without_spills
+from test_gemv import LAYOUTS, _stored, benchmark_file_holds_only_requests_of, compiles_without_spills
 
 
 def _outer(r: small.Route, M, N, K, st, fa, fb, ldc):
@@ -116,8 +116,4 @@ def test_the_source_compiles_for_ampere_and_hopper_without_spills():
 
 
 def test_the_benchmark_file_of_small_shapes_holds_only_requests_the_route_takes():
-    shapes = benchmark_shapes("small")
-    assert len(shapes) == 20
-    for s in shapes:
-        M, N, K = s["mnk"]
-        assert small.serves(M, N, K, "fp32", None) and s.get("layout", "NN") in LAYOUTS, s
+    benchmark_file_holds_only_requests_of("small", 20, small.serves)

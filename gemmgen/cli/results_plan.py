@@ -37,16 +37,14 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     mnk = (s.M, s.N, s.K)
     lda, ldb = s.lds
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
-    if gemv.serves(s.M, s.N, s.K, "fp32", family):   # one row or column of C: the matrix-vector kernels, no model
-        name = gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count).config.name
+    # one row or column of C, or a tiny C or a short K: the hand-written kernels, no time model
+    hand = (("gemv", gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count)) if gemv.serves(*mnk, "fp32", family)
+            else ("small", small.SmallKernel(*mnk, s.layout, spec.sm_count)) if small.serves(*mnk, "fp32", family)
+            else None)
+    if hand is not None:
         return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
-                "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0,
-                         "route": "gemv"}}
-    if small.serves(s.M, s.N, s.K, "fp32", family):   # a tiny C or a short K: small.cu's kernels, no model
-        name = small.SmallKernel(*mnk, s.layout, spec.sm_count).config.name
-        return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
-                "plan": {"kernel": name, "layout": s.layout, "copies": "", "predicted_ms": None, "copies_ms": 0.0,
-                         "route": "small"}}
+                "plan": {"kernel": hand[1].config.name, "layout": s.layout, "copies": "", "predicted_ms": None,
+                         "copies_ms": 0.0, "route": hand[0]}}
     copy_a, copy_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
     if fit is None:
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")

@@ -12,7 +12,9 @@ session 46). Two kernel forms of SOURCE (templates/gemv.cu) cover the four layou
   four loads in flight a lane, a shuffle sum at the end. gg_gemv_rows8 keeps eight in flight, for fewer
   than ROW_DEEP blocks an SM; it and gg_gemv_rows_odd (rows of odd length, 16 bytes apart no more) load
   the vector's elements that sit off 16 bytes as two aligned 16-byte loads and a shift, not four 4-byte
-  loads (H200, session 47: 3001x1x3001 0.90 -> 1.02x cuBLAS, 1x3001x3001 TT 0.92 -> 1.02x);
+  loads (H200, session 47: 3001x1x3001 0.90 -> 1.02x cuBLAS, 1x3001x3001 TT 0.92 -> 1.02x).
+  gg_gemv_rows_wide spans a row across 2..8 warps where the rows give fewer than WIDE blocks an SM and
+  that saves a K split (H200, session 48: 300x1x5000 8.9 -> 8.5 us);
 - gg_gemv_cols: X's rows are k (A stored T, B stored N): a thread owns 4 consecutive outputs, a block
   up to 64 such threads across and the rest of its 256 walking k (eight rows of X in flight; four where
   the rows are not 16 bytes apart and take 4-byte loads: 3001x1x3001 TN 0.78 -> 1.08x), the k-groups'
