@@ -123,6 +123,27 @@ extern "C" __global__ void __launch_bounds__(256) gg_gemv_rows_wide(GG_GEMV_ROWS
     rows<8, true, true>(R, K, kchunk, tpr, alpha, X, ldx, v, incv, beta, y, incy, W);
 }
 
+// gg_gemv_cols' step: rows k, k + groups, ... k + 7 groups of X (four outputs, 16 bytes) times v's entries,
+// all eight loaded before the first product; `last`: rows from k1 on are read as zeros.
+template <bool last>
+__device__ __forceinline__ void cols8(float4& acc, const float* __restrict__ x, const long long ldx,
+                                      const float* __restrict__ v, const long long incv, const int k,
+                                      const int groups, const int k1) {
+    float4 a[8];
+    float b[8];
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+        const bool in = !last || k + u * groups < k1;
+        a[u] = in ? __ldcs(reinterpret_cast<const float4*>(x + (long long)(k + u * groups) * ldx)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        b[u] = in ? __ldg(v + (long long)(k + u * groups) * incv) : 0.0f;
+    }
+    #pragma unroll
+    for (int u = 0; u < 8; ++u) {
+        acc.x = fmaf(a[u].x, b[u], acc.x); acc.y = fmaf(a[u].y, b[u], acc.y);
+        acc.z = fmaf(a[u].z, b[u], acc.z); acc.w = fmaf(a[u].w, b[u], acc.w);
+    }
+}
+
 // y[r] (r < R) = alpha * sum_k X[k, r] v[k] + beta * y[r], X's rows are k (ldx apart), r contiguous. A block
 // is `rt` threads across (4 outputs each) by 256 / rt k-groups; group g walks k = k0 + g, k0 + g + 256 / rt,
 // ... of slice blockIdx.y, eight rows of X in flight, and the groups' sums meet in shared memory in group
@@ -140,35 +161,8 @@ extern "C" __global__ void __launch_bounds__(256, 4) gg_gemv_cols(
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (r0 + 4 <= R && (reinterpret_cast<size_t>(x) & 15) == 0 && (ldx & 3) == 0) {
         int k = k0 + g;
-        for (; k + 7 * groups < k1; k += 8 * groups) {
-            float4 a[8];
-            float b[8];
-            #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                a[u] = __ldcs(reinterpret_cast<const float4*>(x + (long long)(k + u * groups) * ldx));
-                b[u] = __ldg(v + (long long)(k + u * groups) * incv);
-            }
-            #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                acc.x = fmaf(a[u].x, b[u], acc.x); acc.y = fmaf(a[u].y, b[u], acc.y);
-                acc.z = fmaf(a[u].z, b[u], acc.z); acc.w = fmaf(a[u].w, b[u], acc.w);
-            }
-        }
-        if (k < k1) {   // the last fewer than eight rows, loaded together too
-            float4 a[8];
-            float b[8];
-            #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                const bool in = k + u * groups < k1;
-                a[u] = in ? __ldcs(reinterpret_cast<const float4*>(x + (long long)(k + u * groups) * ldx)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                b[u] = in ? __ldg(v + (long long)(k + u * groups) * incv) : 0.0f;
-            }
-            #pragma unroll
-            for (int u = 0; u < 8; ++u) {
-                acc.x = fmaf(a[u].x, b[u], acc.x); acc.y = fmaf(a[u].y, b[u], acc.y);
-                acc.z = fmaf(a[u].z, b[u], acc.z); acc.w = fmaf(a[u].w, b[u], acc.w);
-            }
-        }
+        for (; k + 7 * groups < k1; k += 8 * groups) cols8<false>(acc, x, ldx, v, incv, k, groups, k1);
+        if (k < k1) cols8<true>(acc, x, ldx, v, incv, k, groups, k1);   // the last fewer than eight rows
     } else if (r0 < R) {   // 4-byte loads: rows not 16-byte aligned, or the last outputs
         const int n = min(4, R - r0);
         float a4[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -47,6 +47,17 @@ def test_forget_drops_this_threads_prepared_requests():
     assert "x" not in calls.kept()
 
 
+def _refusing():
+    """A real programmatic launch (gemmgen.measure.pdl.Dependent) whose driver entry refuses with
+    CUresult 1, as a stream capture that cannot record the attribute does; and the calls it got."""
+    from gemmgen.measure.pdl import Dependent
+
+    refused = []
+    dependent = Dependent((4, 1, 1), (256, 1, 1), 0)
+    dependent.fn = lambda config, function, argv, extra: refused.append((config, function)) or 1
+    return dependent, refused
+
+
 def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     """The workspace reduce goes out as a programmatic dependent on sm_90 (gemmgen.measure.pdl); where the
     driver refuses that launch, the reduce is launched plainly (after the main kernel) and stays so."""
@@ -59,18 +70,30 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     plain = []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     ln = launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200)
-    refused = []
-
-    def refuse(*args):
-        refused.append(args)
-        raise RuntimeError("cuLaunchKernelEx failed with CUresult 1")
-
-    ln.reduce_after = refuse
+    ln.reduce_after, refused = _refusing()
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0x4000)
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0x4000)
-    assert len(refused) == 1 and ln.reduce_after is None
+    assert len(refused) == 1 and refused[0][1] == 33   # tried once, with the reduce kernel
     assert plain == [11, 33, 11, 33]   # main, reduce; main, reduce
     assert ln.reduce.params.W == 0x4000 and ln.main.params.W == 0x4000
+
+
+def test_a_handwritten_reduce_goes_behind_until_the_driver_refuses(monkeypatch):
+    """gemv's and small's reduce (runtime.handwritten.Behind): a programmatic dependent while the driver
+    takes it, then plain launches, the refused one included, without asking the driver again."""
+    from gemmgen.measure import launch as launch_module
+    from gemmgen.runtime import handwritten
+    from gemmgen.runtime.small import _REDUCE
+
+    plain = []
+    monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append((fn, args[:3])))
+    monkeypatch.setattr(handwritten, "pdl", lambda: True)
+    behind = handwritten.Behind(44, (3, 1, 1), _REDUCE)
+    taken, answers = [], iter([0, 0, 1])
+    behind.dependent.fn = lambda config, function, argv, extra: taken.append((function, config)) or next(answers)
+    for _ in range(5):
+        behind(7)
+    assert [f for f, _ in taken] == [44, 44, 44] and plain == [(44, (3, 1, 1))] * 3
 
 
 def _waiting_launch(monkeypatch, cfg):
@@ -82,7 +105,7 @@ def _waiting_launch(monkeypatch, cfg):
                                    dependent=False, waits=True, fused=cfg.split_flags, device=0, sm_count=132)
     plain, early = [], []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
-    monkeypatch.setattr(launch_module, "Dependent", lambda grid, block, smem: lambda fn, stream, argv: early.append(fn))
+    monkeypatch.setattr(launch_module, "Dependent", lambda grid, block, smem: lambda fn, stream, argv: early.append(fn) or True)
     return launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200), plain, early
 
 
@@ -113,16 +136,10 @@ def test_a_refused_early_main_kernel_is_launched_plainly_from_then_on(monkeypatc
     from gemmgen.kernel.presets import preset
 
     ln, plain, _ = _waiting_launch(monkeypatch, preset("tf32x3-wgmma"))
-    refused = []
-
-    def refuse(*args):
-        refused.append(args)
-        raise RuntimeError("cuLaunchKernelEx failed with CUresult 1")
-
-    ln.main_after = refuse
+    ln.main_after, refused = _refusing()
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
-    assert len(refused) == 1 and ln.main_after is None and plain == [11, 11]
+    assert len(refused) == 1 and plain == [11, 11]
 
 
 def test_a_call_with_copies_says_its_kernel_runs_behind_them(monkeypatch):

@@ -255,24 +255,15 @@ class Launch:
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
         if self.reduce is not None:   # the slices' partials go to the workspace
             p.W = workspace
-        early = self.main_after is not None and ((behind and AFTER_COPIES) or (scaled and AFTER_SCALE))
-        if early:
-            try:
-                self.main_after(self.fn, stream, self.main.argv_ptr)
-            except RuntimeError:   # the driver refused the attribute: launched plainly from now on
-                self.main_after, early = None, False
+        early = (self.main_after is not None and ((behind and AFTER_COPIES) or (scaled and AFTER_SCALE))
+                 and self.main_after(self.fn, stream, self.main.argv_ptr))   # False where the driver refused
         if not early:
             launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
             q = self.reduce.params
             q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace
-            if self.reduce_after is not None:
-                try:
-                    self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr)
-                    return
-                except RuntimeError:   # the driver refused the attribute (a capture it cannot record, say):
-                    self.reduce_after = None   # the reduce waits for nothing then, launched after the main kernel
-            launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
+            if self.reduce_after is None or not self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr):
+                launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
 
 
 def launch_kernel(*args) -> None:

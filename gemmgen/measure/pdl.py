@@ -61,8 +61,10 @@ def supported(arch: str) -> bool:
 
 class Dependent:
     """One kernel's launch as the programmatic dependent of the work ahead of it on its stream, for a
-    fixed grid, block and shared memory; a call names the stream and the kernel's parameters. Used by
-    one thread (it owns its launch structure)."""
+    fixed grid, block and shared memory; a call names the stream and the kernel's parameters and says
+    whether the kernel went out. Where the driver refuses the launch (a stream capture it cannot record,
+    say) the call returns False, and from then on without trying: the caller launches the kernel plainly,
+    one after the other. Used by one thread (it owns its launch structure)."""
 
     __slots__ = ("config", "attr", "fn")
 
@@ -73,9 +75,11 @@ class Dependent:
         self.config = LaunchConfig(*grid, *block, smem, None, ctypes.pointer(self.attr), 1)
         self.fn = _launch_ex()
 
-    def __call__(self, function: int, stream: int, argv_ptr: int) -> None:
+    def __call__(self, function: int, stream: int, argv_ptr: int) -> bool:
+        if self.fn is None:
+            return False
         self.config.hStream = stream or None
-        err = self.fn(ctypes.addressof(self.config), function, argv_ptr, None)
-        if err:
-            raise RuntimeError(f"cuLaunchKernelEx failed with CUresult {err} (grid {self.config.gridDimX}x"
-                               f"{self.config.gridDimY}x{self.config.gridDimZ}, a programmatic dependent launch)")
+        if self.fn(ctypes.addressof(self.config), function, argv_ptr, None):
+            self.fn = None   # refused (a CUresult other than 0): plain launches from now on
+            return False
+        return True

@@ -79,13 +79,8 @@ class Behind:
         self.dependent = Dependent(grid, (256, 1, 1), 0) if pdl() else None
 
     def __call__(self, stream: int) -> None:
-        if self.dependent is not None:
-            try:
-                self.dependent(self.fn, stream, self.params.argv_ptr)
-                return
-            except RuntimeError:
-                self.dependent = None
-        _launch.launch_kernel(self.fn, *self.grid, 256, 1, 1, 0, stream, self.params.argv_ptr, 0)
+        if self.dependent is None or not self.dependent(self.fn, stream, self.params.argv_ptr):
+            _launch.launch_kernel(self.fn, *self.grid, 256, 1, 1, 0, stream, self.params.argv_ptr, 0)
 
 
 class RouteKernel:

@@ -120,18 +120,23 @@ def test_the_torch_route_takes_it_too():
     assert float((out.double() - ref).norm() / ref.norm()) < 1e-6
 
 
-def test_the_librarys_kernel_runs_on_operands_directly():
-    """kernel_for's kernel called as a Kernel (Operands, a workspace from CuPy's pool for a split K)."""
+def _runs_on_operands(M, N, K, family):
+    """kernel_for's kernel of an M x N x K NN product called as a Kernel (Operands, a workspace from CuPy's
+    pool for a split K): of ``family``, with a workspace, C = 2 A@B over a NaN-poisoned C."""
     import cupy as cp
 
     import gemmgen
     from gemmgen.measure.launch import Operands
 
     rng = np.random.default_rng(5)
-    A, B = _operand(cp, rng, 1, 6000, "N"), _operand(cp, rng, 6000, 300, "N")
-    kernel = gemmgen.load().kernel_for(1, 300, 6000, "NN", 6000, 300, 300)
-    assert kernel.config.family == "gemv" and kernel.loaded.workspace_floats(1, 300) > 0
-    C = cp.full((1, 300), cp.nan, dtype=cp.float32)
-    kernel(Operands(1, 300, 6000, A.data.ptr, 6000, B.data.ptr, 300, C.data.ptr, 300, 2.0, 0.0))
+    A, B = _operand(cp, rng, M, K, "N"), _operand(cp, rng, K, N, "N")
+    kernel = gemmgen.load().kernel_for(M, N, K, "NN", K, N, N)
+    assert kernel.config.family == family and kernel.loaded.workspace_floats(M, N) > 0, kernel.config.name
+    C = cp.full((M, N), cp.nan, dtype=cp.float32)
+    kernel(Operands(M, N, K, A.data.ptr, K, B.data.ptr, N, C.data.ptr, N, 2.0, 0.0))
     ref = 2.0 * (A.astype(cp.float64) @ B.astype(cp.float64))
     assert rel_error(C, ref) <= allowed("fp32", rel_error(2.0 * (A @ B), ref))
+
+
+def test_the_librarys_kernel_runs_on_operands_directly():
+    _runs_on_operands(1, 300, 6000, "gemv")

@@ -8,7 +8,7 @@ import pytest
 
 from gemmgen.measure.gate import allowed, rel_error
 
-from test_gemv_gpu import _check, _lds, _operand
+from test_gemv_gpu import _check, _lds, _operand, _runs_on_operands
 
 pytestmark = pytest.mark.gpu
 
@@ -84,13 +84,9 @@ def test_inf_and_nan_land_where_sgemm_puts_them(layout, M, N, K):
         assert bool((test(ours) == test(sgemm)).all()), f"{test.__name__} differs from SGEMM"
 
 
-def test_the_torch_route_and_the_kernel_on_operands():
+def test_the_torch_route_takes_it_too():
     torch = pytest.importorskip("torch")
-    import cupy as cp
-
-    import gemmgen
     import gemmgen.torch as gt
-    from gemmgen.measure.launch import Operands
 
     a, b = torch.rand(4, 300000, device="cuda"), torch.rand(300000, 3, device="cuda")
     assert gt.kernel_for(a, b).config.family == "small"
@@ -98,11 +94,7 @@ def test_the_torch_route_and_the_kernel_on_operands():
     assert float((gt.matmul(a, b).double() - ref).norm() / ref.norm()) < 1e-6
     x, y = torch.rand(5000, 8, device="cuda"), torch.rand(8, 3000, device="cuda")
     assert float((gt.matmul(x, y).double() - x.double() @ y.double()).norm() / (x.double() @ y.double()).norm()) < 1e-6
-    rng = np.random.default_rng(5)
-    A, B = _operand(cp, rng, 2, 500000, "N"), _operand(cp, rng, 500000, 2, "N")
-    kernel = gemmgen.load().kernel_for(2, 2, 500000, "NN", 500000, 2, 2)
-    assert kernel.config.family == "small" and kernel.loaded.workspace_floats(2, 2) > 0
-    C = cp.full((2, 2), cp.nan, dtype=cp.float32)
-    kernel(Operands(2, 2, 500000, A.data.ptr, 500000, B.data.ptr, 2, C.data.ptr, 2, 2.0, 0.0))
-    ref = 2.0 * (A.astype(cp.float64) @ B.astype(cp.float64))
-    assert rel_error(C, ref) <= allowed("fp32", rel_error(2.0 * (A @ B), ref))
+
+
+def test_the_librarys_kernel_runs_on_operands_directly():
+    _runs_on_operands(2, 2, 500000, "small")
