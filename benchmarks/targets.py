@@ -1,0 +1,177 @@
+"""Issue 11's tables in one command, and their verdicts against the issue's targets.
+
+    python benchmarks/targets.py run --out runs/h100            # every table (about 20 minutes on an H200)
+    python benchmarks/targets.py run --out runs/h100 --only set simt layouts   # some (a device call's 10 minutes)
+    python benchmarks/targets.py summary runs/h100 [--json]     # the verdicts of what the folder holds
+
+``run`` calls benchmarks/matmul_vs_cublas.py once a table (its JSON to OUT/<table>.json, its printout to
+OUT/<table>.txt), notes the commit in OUT/meta.json, then prints the summary. Tables (TABLES below):
+
+- set: the issue's 15 shapes; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
+  judges its 4096^3 NT, TN and TT rows (each >= 1.4x);
+- simt: the set with the dispatch restricted to the SIMT family (NN rows: >= 0.95x, none under 0.8x);
+- outsider, random, launch: shapes outside the set and the grids (>= 1.3x, none under 0.9x): the session-46
+  set chosen by another hand, random products of 2^27..2^37 and of 2^15..2^27 multiply-adds (--seed);
+- gemv, small, edge: the benchmark files of matrix-vector, tiny-C and short-K products, reported unjudged.
+
+Every row of every table is also held to the accuracy gate (gemmgen.measure.gate.allowed: at most 1.5x
+SGEMM's error against float64, within the fp32 floor and ceiling). ``summary`` exits 0 where every judged
+table is there and meets its targets, 1 where one misses or is missing, 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "matmul_vs_cublas.py"
+
+
+class Table(NamedTuple):
+    """A table: the rows of ``source``'s run (matmul_vs_cublas.py with ``args``) in ``layouts`` (None: all),
+    judged by geomean and lowest ratio where ``geomean``/``lowest`` are given."""
+
+    source: str
+    args: tuple
+    layouts: tuple | None = None
+    geomean: float | None = None
+    lowest: float | None = None
+
+
+RANDOM = ("--random", "24")
+TABLES = {
+    "set": Table("set", ("--rep-ms", "100"), ("NN",), 1.5, 1.0),
+    "layouts": Table("set", (), ("NT", "TN", "TT"), None, 1.4),
+    "simt": Table("simt", ("--family", "simt", "--rep-ms", "100"), ("NN",), 0.95, 0.8),
+    "outsider": Table("outsider", ("--shapes", str(HERE / "outsider.toml"), "--rep-ms", "50"), None, 1.3, 0.9),
+    "random": Table("random", RANDOM + ("--rep-ms", "50"), None, 1.3, 0.9),
+    "launch": Table("launch", RANDOM + ("--macs", "15:27", "--rep-ms", "30"), None, 1.3, 0.9),
+    "gemv": Table("gemv", ("--shapes", str(HERE / "gemv.toml"), "--rep-ms", "40")),
+    "small": Table("small", ("--shapes", str(HERE / "small.toml"), "--rep-ms", "40")),
+    "edge": Table("edge", ("--shapes", str(HERE / "edge.toml"), "--rep-ms", "40")),
+}
+SEEDS = (1, 2)
+FIELDS = ("shape", "layout", "ratio", "err_gemmgen", "err_cublas")   # what the summary reads of a row   # random and launch: --seed (repeatable) replaces them
+
+
+def commands(names: list[str], out: Path, seeds: list[int]) -> list[tuple[str, list[str]]]:
+    """(source, argv) of each run the tables ``names`` need, each source once, in TABLES' order."""
+    sources = []
+    for name, t in TABLES.items():
+        if name in names and t.source not in sources:
+            sources.append(t.source)
+    runs = []
+    for source in sources:
+        args = list(TABLES[source].args)
+        if "--random" in args:
+            args += [a for s in seeds for a in ("--seed", str(s))]
+        runs.append((source, [sys.executable, str(SCRIPT), *args, "--json", str(out / f"{source}.json")]))
+    return runs
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def judge(name: str, rows: list[dict] | None) -> dict:
+    """One table's line of the summary: rows, geomean, lowest (its shape), target, verdict."""
+    from gemmgen.measure.gate import allowed
+
+    t = TABLES[name]
+    line = {"table": name, "target": target_text(t), "judged": t.lowest is not None}
+    if rows is None:
+        return {**line, "rows": 0, "verdict": "not run" if line["judged"] else "-"}
+    mine = [r for r in rows if t.layouts is None or r["layout"] in t.layouts]
+    if not mine:
+        return {**line, "rows": 0, "verdict": "no rows" if line["judged"] else "-"}
+    low = min(mine, key=lambda r: r["ratio"])
+    inaccurate = [f"{r['shape']} {r['layout']}" for r in mine if r["err_gemmgen"] > allowed("fp32", r["err_cublas"])]
+    g = geomean([r["ratio"] for r in mine])
+    met = not inaccurate and (t.geomean is None or g >= t.geomean) and (t.lowest is None or low["ratio"] >= t.lowest)
+    verdict = ("met" if met else "missed") if line["judged"] else ("-" if not inaccurate else "inaccurate")
+    return {**line, "rows": len(mine), "geomean": g, "lowest": low["ratio"], "lowest_shape": f"{low['shape']} {low['layout']}",
+            "inaccurate": inaccurate, "verdict": verdict}
+
+
+def target_text(t: Table) -> str:
+    parts = ([f"geomean >= {t.geomean}x"] if t.geomean else []) + ([f"none under {t.lowest}x"] if t.lowest else [])
+    return ", ".join(parts) or "-"
+
+
+def summary(folder: Path) -> tuple[dict, list[dict]]:
+    """(meta, a line per table) of the runs a folder holds; ValueError naming a file that is not a run's JSON."""
+    meta_file = folder / "meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    loaded = {}
+    for name, t in TABLES.items():
+        path = folder / f"{t.source}.json"
+        if t.source not in loaded and path.exists():
+            try:
+                data = json.loads(path.read_text())
+                loaded[t.source] = [{k: r[k] for k in FIELDS} for r in data["rows"]]
+                meta.setdefault("device", data.get("device", {}).get("name", "?"))
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ValueError(f"{path}: not a JSON of matmul_vs_cublas.py ({type(exc).__name__}: {exc})") from None
+    return meta, [judge(name, loaded.get(t.source)) for name, t in TABLES.items()]
+
+
+def markdown(meta: dict, lines: list[dict]) -> str:
+    head = (f"{meta.get('device', '?')}, commit {meta.get('commit', '?')}, {meta.get('date', '?')}\n\n"
+            "| table | rows | geomean | lowest | target | verdict |\n|---|---:|---:|---|---|---|\n")
+    body = ""
+    for x in lines:
+        g = f"{x['geomean']:.3f}x" if "geomean" in x else ""
+        low = f"{x['lowest']:.2f}x ({x['lowest_shape']})" if "lowest" in x else ""
+        extra = f" ({len(x['inaccurate'])} rows over the accuracy gate)" if x.get("inaccurate") else ""
+        body += f"| {x['table']} | {x['rows']} | {g} | {low} | {x['target']} | {x['verdict']}{extra} |\n"
+    return head + body
+
+
+def met(lines: list[dict]) -> bool:
+    return all(x["verdict"] == "met" for x in lines if x["judged"])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="verb", required=True)
+    run = sub.add_parser("run", help="time the tables (a GPU), then print the summary")
+    run.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the tables' JSON and printouts")
+    run.add_argument("--only", nargs="+", choices=list(TABLES), default=list(TABLES), metavar="TABLE",
+                     help=f"these tables only (of {', '.join(TABLES)})")
+    run.add_argument("--seed", type=int, action="append", default=[], help=f"random and launch seeds (default {SEEDS})")
+    show = sub.add_parser("summary", help="the verdicts of a folder's tables (no GPU)")
+    show.add_argument("folder", type=Path, metavar="DIR")
+    for p in (run, show):
+        p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = ap.parse_args(argv)
+    folder = args.out if args.verb == "run" else args.folder
+    if args.verb == "summary" and not folder.is_dir():
+        ap.error(f"DIR {str(folder)!r} is not a folder (one that `targets.py run --out DIR` wrote)")
+    if args.verb == "run":
+        if folder.exists() and not folder.is_dir():
+            ap.error(f"--out {str(folder)!r} is a file, not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
+        (folder / "meta.json").write_text(json.dumps({"commit": commit or "?", "date": time.strftime("%Y-%m-%d")}))
+        for source, cmd in commands(args.only, folder, args.seed or list(SEEDS)):
+            t = time.time()
+            with open(folder / f"{source}.txt", "w") as log:
+                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+            print(f"{source}: exit {rc} in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
+    try:
+        meta, lines = summary(folder)
+    except ValueError as exc:
+        ap.error(str(exc))
+    print(json.dumps({"meta": meta, "tables": lines}, indent=1) if args.json else markdown(meta, lines))
+    return 0 if met(lines) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
