@@ -268,9 +268,9 @@ def main(argv=None) -> int:
 
     from gemmgen.base.files import write_atomic
 
-    def save(more: list) -> None:   # after every row: a run cut short (a device's time limit) keeps what it measured
-        if args.json:
-            write_atomic(Path(args.json), {"device": spec.to_dict(), "rows": rows + more}, indent=1)
+    def save(more: list, complete: bool = False) -> None:   # after every row: a run cut short (a device's time
+        if args.json:                                          # limit) keeps what it measured, marked incomplete
+            write_atomic(Path(args.json), {"device": spec.to_dict(), "rows": rows + more, "complete": complete}, indent=1)
 
     for seed, shapes in groups:
         mine = []
@@ -292,7 +292,7 @@ def main(argv=None) -> int:
               f"{geomean(r['ratio'] for r in mine):.3f}x over all {len(mine)} rows, "
               f"{geomean(nn):.3f}x over the {len(nn)} NN rows; lowest {min(r['ratio'] for r in mine):.2f}x")
         rows += mine
-    save([])
+    save([], complete=True)
     return 0
 
 

@@ -5,7 +5,8 @@
     python benchmarks/targets.py summary runs/h100 [--json]     # the verdicts of what the folder holds
 
 ``run`` calls benchmarks/matmul_vs_cublas.py once a table (its JSON to OUT/<table>.json, its printout to
-OUT/<table>.txt), notes the commit in OUT/meta.json, then prints the summary. Tables (TABLES below):
+OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit, date and exit
+status in OUT/meta.json, then prints the summary. Tables (TABLES below):
 
 - set: the issue's 15 shapes; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
   judges its 4096^3 NT, TN and TT rows (each >= 1.4x);
@@ -15,8 +16,10 @@ OUT/<table>.txt), notes the commit in OUT/meta.json, then prints the summary. Ta
 - gemv, small, edge: the benchmark files of matrix-vector, tiny-C and short-K products, reported unjudged.
 
 Every row of every table is also held to the accuracy gate (gemmgen.measure.gate.allowed: at most 1.5x
-SGEMM's error against float64, within the fp32 floor and ceiling). ``summary`` exits 0 where every judged
-table is there and meets its targets, 1 where one misses or is missing, 2 on bad input.
+SGEMM's error against float64, within the fp32 floor and ceiling; a NaN error fails). A judged table whose
+run was cut short (its JSON not marked complete) is "incomplete", not met. ``summary`` exits 0 where every
+judged table is there, complete and met and no row is over the gate, 1 otherwise (``run`` also where a
+table's run failed), 2 on bad input.
 """
 from __future__ import annotations
 
@@ -56,8 +59,8 @@ TABLES = {
     "small": Table("small", ("--shapes", str(HERE / "small.toml"), "--rep-ms", "40")),
     "edge": Table("edge", ("--shapes", str(HERE / "edge.toml"), "--rep-ms", "40")),
 }
-SEEDS = (1, 2)
-FIELDS = ("shape", "layout", "ratio", "err_gemmgen", "err_cublas")   # what the summary reads of a row   # random and launch: --seed (repeatable) replaces them
+SEEDS = (1, 2)   # random and launch: --seed (repeatable) replaces them
+FIELDS = ("shape", "layout", "ratio", "err_gemmgen", "err_cublas")   # what the summary reads of a row
 
 
 def commands(names: list[str], out: Path, seeds: list[int]) -> list[tuple[str, list[str]]]:
@@ -79,23 +82,30 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
-def judge(name: str, rows: list[dict] | None) -> dict:
-    """One table's line of the summary: rows, geomean, lowest (its shape), target, verdict."""
+def judge(name: str, run: dict | None) -> dict:
+    """One table's line of the summary: rows, geomean (and each seed's), lowest (its shape), target, verdict:
+    met / missed / incomplete (its run was cut short) / not run for judged tables; "-" or inaccurate else."""
     from gemmgen.measure.gate import allowed
 
     t = TABLES[name]
     line = {"table": name, "target": target_text(t), "judged": t.lowest is not None}
-    if rows is None:
-        return {**line, "rows": 0, "verdict": "not run" if line["judged"] else "-"}
-    mine = [r for r in rows if t.layouts is None or r["layout"] in t.layouts]
+    mine = [r for r in (run or {}).get("rows", []) if t.layouts is None or r["layout"] in t.layouts]
     if not mine:
-        return {**line, "rows": 0, "verdict": "no rows" if line["judged"] else "-"}
+        return {**line, "rows": 0, "verdict": ("not run" if run is None else "no rows") if line["judged"] else "-"}
     low = min(mine, key=lambda r: r["ratio"])
-    inaccurate = [f"{r['shape']} {r['layout']}" for r in mine if r["err_gemmgen"] > allowed("fp32", r["err_cublas"])]
+    # not <=: a NaN error (an output never written) is no pass
+    inaccurate = [f"{r['shape']} {r['layout']}" for r in mine if not r["err_gemmgen"] <= allowed("fp32", r["err_cublas"])]
     g = geomean([r["ratio"] for r in mine])
-    met = not inaccurate and (t.geomean is None or g >= t.geomean) and (t.lowest is None or low["ratio"] >= t.lowest)
-    verdict = ("met" if met else "missed") if line["judged"] else ("-" if not inaccurate else "inaccurate")
+    seeds = sorted({r["seed"] for r in mine if r.get("seed") is not None})
+    met = (t.geomean is None or g >= t.geomean) and (t.lowest is None or low["ratio"] >= t.lowest)
+    if inaccurate:
+        verdict = "inaccurate"
+    elif not line["judged"]:
+        verdict = "-"
+    else:
+        verdict = "incomplete" if not run.get("complete") else "met" if met else "missed"
     return {**line, "rows": len(mine), "geomean": g, "lowest": low["ratio"], "lowest_shape": f"{low['shape']} {low['layout']}",
+            "seeds": {s: geomean([r["ratio"] for r in mine if r.get("seed") == s]) for s in seeds},
             "inaccurate": inaccurate, "verdict": verdict}
 
 
@@ -104,37 +114,61 @@ def target_text(t: Table) -> str:
     return ", ".join(parts) or "-"
 
 
+def _row(r: dict) -> dict:
+    """The fields the summary reads of a row, checked: ratios positive and finite, errors numbers."""
+    row = {k: r[k] for k in FIELDS}
+    row["seed"] = r.get("seed")
+    if not (isinstance(row["ratio"], (int, float)) and 0 < row["ratio"] < math.inf):
+        raise ValueError(f"row {row['shape']} {row['layout']}: ratio {row['ratio']!r} is no positive number")
+    for key in ("err_gemmgen", "err_cublas"):
+        if not isinstance(row[key], (int, float)):
+            raise ValueError(f"row {row['shape']} {row['layout']}: {key} {row[key]!r} is no number")
+    return row
+
+
+def _read(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+
+
 def summary(folder: Path) -> tuple[dict, list[dict]]:
     """(meta, a line per table) of the runs a folder holds; ValueError naming a file that is not a run's JSON."""
-    meta_file = folder / "meta.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-    loaded = {}
-    for name, t in TABLES.items():
+    meta = _read(folder / "meta.json") if (folder / "meta.json").exists() else {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"{folder / 'meta.json'}: not the meta.json that targets.py run writes")
+    runs = {}
+    for t in TABLES.values():
         path = folder / f"{t.source}.json"
-        if t.source not in loaded and path.exists():
+        if t.source not in runs and path.exists():
+            data = _read(path)
             try:
-                data = json.loads(path.read_text())
-                loaded[t.source] = [{k: r[k] for k in FIELDS} for r in data["rows"]]
+                runs[t.source] = {"rows": [_row(r) for r in data["rows"]], "complete": data.get("complete", False)}
                 meta.setdefault("device", data.get("device", {}).get("name", "?"))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 raise ValueError(f"{path}: not a JSON of matmul_vs_cublas.py ({type(exc).__name__}: {exc})") from None
-    return meta, [judge(name, loaded.get(t.source)) for name, t in TABLES.items()]
+    return meta, [judge(name, runs.get(t.source)) for name, t in TABLES.items()]
 
 
 def markdown(meta: dict, lines: list[dict]) -> str:
-    head = (f"{meta.get('device', '?')}, commit {meta.get('commit', '?')}, {meta.get('date', '?')}\n\n"
+    commits = ", ".join(f"{src} {m.get('commit', '?')}" for src, m in meta.get("runs", {}).items()) or "?"
+    head = (f"{meta.get('device', '?')}; runs at commits: {commits}\n\n"
             "| table | rows | geomean | lowest | target | verdict |\n|---|---:|---:|---|---|---|\n")
     body = ""
     for x in lines:
         g = f"{x['geomean']:.3f}x" if "geomean" in x else ""
+        if x.get("seeds"):
+            g += " (seeds " + ", ".join(f"{s}: {v:.3f}x" for s, v in x["seeds"].items()) + ")"
         low = f"{x['lowest']:.2f}x ({x['lowest_shape']})" if "lowest" in x else ""
-        extra = f" ({len(x['inaccurate'])} rows over the accuracy gate)" if x.get("inaccurate") else ""
+        extra = f" ({len(x['inaccurate'])} rows over the accuracy gate: {', '.join(x['inaccurate'][:3])})" if x.get("inaccurate") else ""
         body += f"| {x['table']} | {x['rows']} | {g} | {low} | {x['target']} | {x['verdict']}{extra} |\n"
     return head + body
 
 
 def met(lines: list[dict]) -> bool:
-    return all(x["verdict"] == "met" for x in lines if x["judged"])
+    """Every judged table there and met, and no row of any table over the accuracy gate."""
+    return all(x["verdict"] == "met" for x in lines if x["judged"]) and not any(x.get("inaccurate") for x in lines)
 
 
 def main(argv=None) -> int:
@@ -159,18 +193,29 @@ def main(argv=None) -> int:
             ap.error(f"--out {str(folder)!r} is a file, not a folder")
         folder.mkdir(parents=True, exist_ok=True)
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        (folder / "meta.json").write_text(json.dumps({"commit": commit or "?", "date": time.strftime("%Y-%m-%d")}))
+        meta_file = folder / "meta.json"
+        try:
+            meta = _read(meta_file) if meta_file.exists() else {}
+        except ValueError as exc:
+            ap.error(str(exc))
+        failed = []
         for source, cmd in commands(args.only, folder, args.seed or list(SEEDS)):
+            (folder / f"{source}.json").unlink(missing_ok=True)   # no stale rows judged for a run that fails
             t = time.time()
             with open(folder / f"{source}.txt", "w") as log:
                 rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
             print(f"{source}: exit {rc} in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
+            failed += [source] if rc else []
+            meta.setdefault("runs", {})[source] = {"commit": commit or "?", "date": time.strftime("%Y-%m-%d"), "exit": rc}
+            meta_file.write_text(json.dumps(meta, indent=1))
+        if failed:
+            print(f"failed: {', '.join(failed)} (their printouts: {folder}/<table>.txt)", file=sys.stderr)
     try:
         meta, lines = summary(folder)
     except ValueError as exc:
         ap.error(str(exc))
     print(json.dumps({"meta": meta, "tables": lines}, indent=1) if args.json else markdown(meta, lines))
-    return 0 if met(lines) else 1
+    return 0 if met(lines) and not (args.verb == "run" and failed) else 1
 
 
 if __name__ == "__main__":

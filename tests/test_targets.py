@@ -15,9 +15,10 @@ def _rows(spec, err=3e-7, cublas=5e-7):
     return [{"shape": s, "layout": lay, "ratio": r, "err_gemmgen": err, "err_cublas": cublas, "kernel": "k"} for s, lay, r in spec]
 
 
-def _folder(tmp_path, **tables):
+def _folder(tmp_path, complete=True, **tables):
     for source, rows in tables.items():
-        (tmp_path / f"{source}.json").write_text(json.dumps({"device": {"name": "NVIDIA H200"}, "rows": rows}))
+        data = {"device": {"name": "NVIDIA H200"}, "rows": rows, "complete": complete}
+        (tmp_path / f"{source}.json").write_text(json.dumps(data))
     return tmp_path
 
 
@@ -34,29 +35,54 @@ def test_every_judged_table_met_exits_0_and_names_the_lowest_row(tmp_path, capsy
     assert "| gemv | 0 |" in out   # unjudged and not run: reported, not counted
 
 
+def _changed(folder, source, change):
+    data = json.loads((folder / f"{source}.json").read_text())
+    change(data)
+    (folder / f"{source}.json").write_text(json.dumps(data))
+
+
 @pytest.mark.parametrize("source,change,verdict_of", [
-    ("set", lambda rows: rows[1].update(ratio=0.99), "set"),            # one NN row under 1.0x
-    ("set", lambda rows: rows[-1].update(ratio=1.39), "layouts"),       # TT under 1.4x
-    ("simt", lambda rows: [r.update(ratio=0.94) for r in rows], "simt"),  # geomean under 0.95x
-    ("random", lambda rows: rows[0].update(err_gemmgen=5e-6), "random"),  # over the gate (its floor 2^-19)
+    ("set", lambda d: d["rows"][1].update(ratio=0.99), "set"),                   # one NN row under 1.0x
+    ("set", lambda d: d["rows"][-1].update(ratio=1.39), "layouts"),              # TT under 1.4x
+    ("simt", lambda d: [r.update(ratio=0.94) for r in d["rows"]], "simt"),       # geomean under 0.95x
+    ("simt", lambda d: d["rows"][0].update(ratio=0.79), "simt"),                 # a row under 0.8x
+    ("outsider", lambda d: [r.update(ratio=1.29) for r in d["rows"]], "outsider"),   # geomean under 1.3x
+    ("launch", lambda d: d["rows"][0].update(ratio=0.89), "launch"),             # a row under 0.9x
 ])
 def test_a_missed_target_says_which_table_and_exits_1(tmp_path, source, change, verdict_of):
     targets = load("targets")
     folder = _all_met(tmp_path)
-    data = json.loads((folder / f"{source}.json").read_text())
-    change(data["rows"])
-    (folder / f"{source}.json").write_text(json.dumps(data))
+    _changed(folder, source, change)
     _, lines = targets.summary(folder)
-    assert [x["table"] for x in lines if x["verdict"] == "missed"] == [verdict_of]
+    assert [x["table"] for x in lines if x["verdict"] != "met" and x["judged"]] == [verdict_of]
     assert targets.main(["summary", str(folder), "--json"]) == 1
 
 
-def test_a_judged_table_not_run_is_not_met(tmp_path):
+def test_the_targets_themselves_are_met(tmp_path):
+    """Ratios exactly at the targets pass (at least 1.5x, none under 1.0x, ...)."""
     targets = load("targets")
     folder = _all_met(tmp_path)
-    (folder / "launch.json").unlink()
+    _changed(folder, "set", lambda d: [r.update(ratio=1.5 if r["layout"] == "NN" else 1.4) for r in d["rows"]])
+    _changed(folder, "simt", lambda d: [r.update(ratio=0.95) for r in d["rows"]])
+    _changed(folder, "outsider", lambda d: [r.update(ratio=1.3) for r in d["rows"]])
+    assert targets.met(targets.summary(folder)[1])
+
+
+@pytest.mark.parametrize("err", [5e-6, float("nan")])   # over the gate's floor 2^-19; an output never written
+def test_a_row_over_the_accuracy_gate_fails_any_table(tmp_path, err):
+    targets = load("targets")
+    folder = _all_met(tmp_path)
+    _folder(folder, gemv=_rows([("1x4096x4096", "NN", 1.1)], err=err))   # an unjudged table's row
     _, lines = targets.summary(folder)
-    assert {x["table"]: x["verdict"] for x in lines}["launch"] == "not run" and not targets.met(lines)
+    assert {x["table"]: x["verdict"] for x in lines}["gemv"] == "inaccurate" and not targets.met(lines)
+
+
+def test_a_run_cut_short_is_incomplete_not_met(tmp_path):
+    targets = load("targets")
+    folder = _all_met(tmp_path)
+    _changed(folder, "random", lambda d: d.update(complete=False))
+    _, lines = targets.summary(folder)
+    assert {x["table"]: x["verdict"] for x in lines}["random"] == "incomplete" and not targets.met(lines)
 
 
 def test_random_tables_take_the_seeds_and_each_source_runs_once(tmp_path):
@@ -68,24 +94,47 @@ def test_random_tables_take_the_seeds_and_each_source_runs_once(tmp_path):
 
 
 def test_run_writes_each_tables_json_and_printout_then_judges(tmp_path, monkeypatch, capsys):
-    """run with a stand-in for matmul_vs_cublas.py (it writes recorded rows where --json says)."""
+    """run with a stand-in for matmul_vs_cublas.py (it writes recorded rows where --json says, or fails)."""
+    import subprocess
+
     targets = load("targets")
     fake = tmp_path / "fake.py"
     fake.write_text("import json, sys\nout = sys.argv[sys.argv.index('--json') + 1]\nprint('timed', sys.argv[1:3])\n"
-                    f"json.dump({{'device': {{'name': 'X'}}, 'rows': {json.dumps(_rows(SET))}}}, open(out, 'w'))\n")
+                    "if '--family' in sys.argv: sys.exit(3)\n"
+                    f"json.dump({{'device': {{'name': 'X'}}, 'rows': {json.dumps(_rows(SET))}, 'complete': True}}, open(out, 'w'))\n")
     monkeypatch.setattr(targets, "SCRIPT", fake)
     out = tmp_path / "runs"
-    assert targets.main(["run", "--out", str(out), "--only", "set", "layouts"]) == 1   # simt etc. not run
-    assert "timed" in (out / "set.txt").read_text() and json.loads((out / "meta.json").read_text())["commit"]
-    text = capsys.readouterr().out
-    assert "| set | 12 |" in text and "| simt | 0 |" in text and "not run" in text
+    out.mkdir()
+    (out / "simt.json").write_text(json.dumps({"rows": _rows(SET), "complete": True}))   # a stale run's rows
+    assert targets.main(["run", "--out", str(out), "--only", "set", "layouts", "simt"]) == 1
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=targets.HERE, capture_output=True, text=True).stdout.strip()
+    runs = json.loads((out / "meta.json").read_text())["runs"]
+    assert runs["set"]["commit"] == (head or "?") and runs["set"]["exit"] == 0 and runs["simt"]["exit"] == 3
+    assert "timed" in (out / "set.txt").read_text() and not (out / "simt.json").exists()
+    text = capsys.readouterr()
+    assert "| set | 12 |" in text.out and "| simt | 0 |" in text.out and "failed: simt" in text.err
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):
     targets = load("targets")
-    assert "is not a folder" in refused(targets.main, ["summary", str(tmp_path / "nope")], capsys)
+
+    def error(argv):
+        lines = refused(targets.main, argv, capsys).strip().splitlines()
+        assert ": error: " in lines[-1] and all(line.startswith(("usage:", " ")) for line in lines[:-1])
+        return lines[-1]
+
+    assert "is not a folder" in error(["summary", str(tmp_path / "nope")])
     (tmp_path / "set.json").write_text('{"rows": [{"shape": "1x1x1"}]}')
-    assert "set.json: not a JSON of matmul_vs_cublas.py" in refused(targets.main, ["summary", str(tmp_path)], capsys)
-    assert "invalid choice: 'bogus'" in refused(targets.main, ["run", "--out", str(tmp_path), "--only", "bogus"], capsys)
+    assert "set.json: not a JSON of matmul_vs_cublas.py" in error(["summary", str(tmp_path)])
+    (tmp_path / "set.json").write_text(json.dumps({"rows": _rows([("1x1x1", "NN", None)])}))
+    assert "set.json" in error(["summary", str(tmp_path)]) and "ratio None" in error(["summary", str(tmp_path)])
+    (tmp_path / "set.json").write_text(json.dumps({"rows": _rows([("1x1x1", "NN", 0)])}))
+    assert "ratio 0 is no positive number" in error(["summary", str(tmp_path)])
+    (tmp_path / "set.json").unlink()
+    (tmp_path / "meta.json").write_text("[1]")
+    assert "meta.json: not the meta.json" in error(["summary", str(tmp_path)])
+    (tmp_path / "meta.json").write_text("{")
+    assert "meta.json: unreadable" in error(["summary", str(tmp_path)])
+    assert "invalid choice: 'bogus'" in error(["run", "--out", str(tmp_path), "--only", "bogus"])
     (tmp_path / "file").write_text("")
-    assert "is a file, not a folder" in refused(targets.main, ["run", "--out", str(tmp_path / "file")], capsys)
+    assert "is a file, not a folder" in error(["run", "--out", str(tmp_path / "file")])

@@ -8,8 +8,10 @@ import cupy as cp
 import numpy as np
 
 import gemmgen
+from gemmgen.measure.gate import allowed, rel_error
 
-SHAPES = {"gemv": ((3001, 1, 3001), (1, 3001, 2500), (777, 1, 1025), (5, 1, 7), (1, 9, 13), (1027, 1, 70001)),
+SHAPES = {"gemv": ((3001, 1, 3001), (1, 3001, 2500), (777, 1, 1025), (5, 1, 7), (1, 9, 13), (1027, 1, 70001),
+                   (4096, 1, 1000), (1, 4096, 1003)),   # rows 16 bytes apart: gg_gemv_cols' 16-byte loads at shift 0
           "small": ((2, 3, 50001), (8, 8, 4099), (5, 7, 39), (1000, 999, 7), (9, 1003, 8), (1003, 9, 4),
                     (2, 513, 5), (2049, 4099, 13))}
 
@@ -38,8 +40,9 @@ def main() -> None:
                     C0 = out[shift:].reshape(M, N).copy()
                     C = gemmgen.matmul(A, B, out=out[shift:].reshape(M, N), beta=0.5)
                     ref = A.astype(cp.float64) @ B.astype(cp.float64) + 0.5 * C0
-                    err = float(cp.linalg.norm(C - ref) / cp.linalg.norm(ref))
-                    assert err < 1e-5, (M, N, K, layout, shift, err)
+                    cublas = A @ B + 0.5 * C0
+                    err, bound = rel_error(C, ref), allowed("fp32", rel_error(cublas, ref))
+                    assert err <= bound, (M, N, K, layout, shift, err, bound)
     print("memcheck routes: done")
 
 

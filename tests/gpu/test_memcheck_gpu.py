@@ -27,7 +27,7 @@ def test_the_handwritten_routes_stay_inside_their_buffers():
     tool = _sanitizer()
     if tool is None:
         pytest.skip("compute-sanitizer is not on PATH nor in $CUDA_HOME/bin")
-    run = subprocess.run([tool, "--tool", "memcheck", "--error-exitcode", "3", "--print-limit", "10",
+    run = subprocess.run([tool, "--tool", "memcheck", "--padding", "64", "--error-exitcode", "3", "--print-limit", "10",
                           sys.executable, str(HERE / "memcheck_routes.py")],
                          capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr

@@ -167,12 +167,14 @@ def test_a_kernel_started_early_reads_what_the_kernel_ahead_wrote(hopper, monkey
     monkeypatch.setattr(launch, "AFTER_SCALE", True)
     early = []
 
-    class Counted(launch.Dependent):   # the programmatic launches, counted
+    class Counted(launch.Dependent):   # the programmatic launches the driver took, counted
         __slots__ = ()
 
         def __call__(self, function, stream, argv_ptr):
-            early.append(function)
-            return super().__call__(function, stream, argv_ptr)
+            taken = super().__call__(function, stream, argv_ptr)
+            if taken:
+                early.append(function)
+            return taken
 
     monkeypatch.setattr(launch, "Dependent", Counted)
     lib = KernelLibrary(hopper.spec, {}, hopper.device_id)
