@@ -74,6 +74,7 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0x4000)
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0x4000)
     assert len(refused) == 1 and refused[0][1] == 33   # tried once, with the reduce kernel
+    assert ln.reduce_after.refused == 1
     assert plain == [11, 33, 11, 33]   # main, reduce; main, reduce
     assert ln.reduce.params.W == 0x4000 and ln.main.params.W == 0x4000
 

@@ -66,9 +66,10 @@ class Dependent:
     say) the call returns False, and from then on without trying: the caller launches the kernel plainly,
     one after the other. Used by one thread (it owns its launch structure)."""
 
-    __slots__ = ("config", "attr", "fn")
+    __slots__ = ("config", "attr", "fn", "refused")
 
     def __init__(self, grid: tuple, block: tuple, smem: int):
+        self.refused = 0   # the driver's CUresult where it refused the launch (kept for a look in a debugger)
         self.attr = LaunchAttribute()
         self.attr.id = PROGRAMMATIC_STREAM_SERIALIZATION
         self.attr.value[0] = 1   # programmaticStreamSerializationAllowed
@@ -79,7 +80,8 @@ class Dependent:
         if self.fn is None:
             return False
         self.config.hStream = stream or None
-        if self.fn(ctypes.addressof(self.config), function, argv_ptr, None):
-            self.fn = None   # refused (a CUresult other than 0): plain launches from now on
+        err = self.fn(ctypes.addressof(self.config), function, argv_ptr, None)
+        if err:
+            self.fn, self.refused = None, err   # plain launches from now on
             return False
         return True
