@@ -163,15 +163,7 @@ class LoadedKernel:
         """This thread's :class:`Launch` of these sizes (made on first use; per thread, because a launch
         owns its parameter buffers)."""
         key = (M, N, K, lda, ldb, ldc)
-        launches = getattr(self._local, "launches", None)
-        if launches is None:
-            launches = self._local.launches = {}
-        found = launches.get(key)
-        if found is None:
-            if len(launches) >= MAX_PREPARED:
-                launches.clear()
-            found = launches[key] = Launch(self, *key)
-        return found
+        return per_thread(self._local, key, Launch, self, *key)
 
     def tensor_maps(self, A: int, lda: int, B: int, ldb: int, M: int, N: int, K: int) -> tuple[TmaMap, TmaMap]:
         """The TMA descriptors of A and B for these operands (cached: encoding costs a driver call).
@@ -264,6 +256,21 @@ class Launch:
             q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace
             if self.reduce_after is None or not self.reduce_after(self.fn_reduce, stream, self.reduce.argv_ptr):
                 launch(self.fn_reduce, *self.egrid, 256, 1, 1, 0, stream, self.reduce.argv_ptr, 0)
+
+
+def per_thread(local, key, make, *args):
+    """``make(*args)`` kept for ``key`` in this thread's dict on ``local`` (a threading.local), made on first
+    use; the dict is emptied once it holds MAX_PREPARED. A launch owns its parameter buffers, so each thread
+    prepares its own (:meth:`LoadedKernel.prepared`, the hand-written routes' kernels)."""
+    launches = getattr(local, "launches", None)
+    if launches is None:
+        launches = local.launches = {}
+    found = launches.get(key)
+    if found is None:
+        if len(launches) >= MAX_PREPARED:
+            launches.clear()
+        found = launches[key] = make(*args)
+    return found
 
 
 def launch_kernel(*args) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..base.paths import data_dir
 from ..measure import launch as _launch
-from ..measure.launch import MAX_PREPARED, LoadedKernel, ParamBuffer
+from ..measure.launch import LoadedKernel, ParamBuffer, per_thread
 from ..measure.pdl import Dependent, supported
 
 HANDWRITTEN = ("gemv", "small")   # their config families: no tuned variants, no opt-in autotuning
@@ -106,12 +106,4 @@ class RouteKernel:
         """This thread's launch for these leading dimensions (the sizes are the kernel's own)."""
         if (M, N, K) != self.shape[:3]:
             raise ValueError(f"{self.config.name} serves {self.shape[0]}x{self.shape[1]}x{self.shape[2]}, not {M}x{N}x{K}")
-        launches = getattr(self._local, "launches", None)
-        if launches is None:
-            launches = self._local.launches = {}
-        found = launches.get((lda, ldb, ldc))
-        if found is None:
-            if len(launches) >= MAX_PREPARED:
-                launches.clear()
-            found = launches[lda, ldb, ldc] = self._launch(lda, ldb, ldc)
-        return found
+        return per_thread(self._local, (lda, ldb, ldc), self._launch, lda, ldb, ldc)
