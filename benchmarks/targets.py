@@ -34,6 +34,9 @@ from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "matmul_vs_cublas.py"
+sys.path.insert(0, str(HERE))
+
+from matmul_vs_cublas import geomean  # noqa: E402   (the tables' own geometric mean)
 
 
 class Table(NamedTuple):
@@ -76,10 +79,6 @@ def commands(names: list[str], out: Path, seeds: list[int]) -> list[tuple[str, l
             args += [a for s in seeds for a in ("--seed", str(s))]
         runs.append((source, [sys.executable, str(SCRIPT), *args, "--json", str(out / f"{source}.json")]))
     return runs
-
-
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def judge(name: str, run: dict | None) -> dict:

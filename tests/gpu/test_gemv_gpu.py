@@ -86,6 +86,13 @@ def test_alpha_and_beta_and_a_poisoned_c(layout, M, N, K):
     _check(cp, gemmgen, A, B, C0=C0, alpha=0.5, beta=-1.5)
 
 
+def _specials_as_sgemm(cp, gemmgen, A, B):
+    """matmul's NaN, +Inf and -Inf where cuBLAS SGEMM puts them, on operands with Inf and NaN planted."""
+    ours, sgemm = gemmgen.matmul(A, B), A @ B
+    for test in (cp.isnan, cp.isposinf, cp.isneginf):
+        assert bool((test(ours) == test(sgemm)).all()), f"{test.__name__} differs from SGEMM"
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_inf_and_nan_land_where_sgemm_puts_them(layout):
     import cupy as cp
@@ -100,24 +107,25 @@ def test_inf_and_nan_land_where_sgemm_puts_them(layout):
         big[tuple(rng.integers(0, s) for s in big.shape)] = -cp.inf
         big[tuple(rng.integers(0, s) for s in big.shape)] = cp.nan
         vec[tuple(rng.integers(0, s) for s in vec.shape)] = cp.inf   # the vector's too: a whole row or column
-        ours, sgemm = gemmgen.matmul(A, B), A @ B
-        for test in (cp.isnan, cp.isposinf, cp.isneginf):
-            assert bool((test(ours) == test(sgemm)).all()), f"{test.__name__} differs from SGEMM"
+        _specials_as_sgemm(cp, gemmgen, A, B)
+
+
+def _torch_takes(a, b, family=None):
+    """gemmgen.torch.matmul(a, b) within 1e-6 of the float64 product, its kernel of ``family`` if given."""
+    import gemmgen.torch as gt
+
+    if family is not None:
+        assert gt.kernel_for(a, b).config.family == family
+    ref = a.double() @ b.double()
+    assert float((gt.matmul(a, b).double() - ref).norm() / ref.norm()) < 1e-6
 
 
 def test_the_torch_route_takes_it_too():
     torch = pytest.importorskip("torch")
-    import gemmgen.torch as gt
 
     a, b = torch.rand(1, 3000, device="cuda"), torch.rand(3000, 4096, device="cuda")
-    assert gt.kernel_for(a, b).config.family == "gemv"
-    ref = a.double() @ b.double()
-    out = gt.matmul(a, b)
-    assert float((out.double() - ref).norm() / ref.norm()) < 1e-6
-    x = torch.rand(4096, 3000, device="cuda")
-    out = gt.matmul(x, a.t())
-    ref = x.double() @ a.t().double()
-    assert float((out.double() - ref).norm() / ref.norm()) < 1e-6
+    _torch_takes(a, b, "gemv")
+    _torch_takes(torch.rand(4096, 3000, device="cuda"), a.t())
 
 
 def _runs_on_operands(M, N, K, family):

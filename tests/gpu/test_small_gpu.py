@@ -8,7 +8,7 @@ import pytest
 
 from gemmgen.measure.gate import allowed, rel_error
 
-from test_gemv_gpu import _check, _lds, _operand, _runs_on_operands
+from test_gemv_gpu import _check, _lds, _operand, _runs_on_operands, _specials_as_sgemm, _torch_takes
 
 pytestmark = pytest.mark.gpu
 
@@ -79,21 +79,14 @@ def test_inf_and_nan_land_where_sgemm_puts_them(layout, M, N, K):
     A, B = _operand(cp, rng, M, K, layout[0]).copy(order="K"), _operand(cp, rng, K, N, layout[1]).copy(order="K")
     for x, value in ((A, cp.inf), (A, -cp.inf), (B, cp.nan), (B, cp.inf)):
         x[tuple(rng.integers(0, s) for s in x.shape)] = value
-    ours, sgemm = gemmgen.matmul(A, B), A @ B
-    for test in (cp.isnan, cp.isposinf, cp.isneginf):
-        assert bool((test(ours) == test(sgemm)).all()), f"{test.__name__} differs from SGEMM"
+    _specials_as_sgemm(cp, gemmgen, A, B)
 
 
 def test_the_torch_route_takes_it_too():
     torch = pytest.importorskip("torch")
-    import gemmgen.torch as gt
 
-    a, b = torch.rand(4, 300000, device="cuda"), torch.rand(300000, 3, device="cuda")
-    assert gt.kernel_for(a, b).config.family == "small"
-    ref = a.double() @ b.double()
-    assert float((gt.matmul(a, b).double() - ref).norm() / ref.norm()) < 1e-6
-    x, y = torch.rand(5000, 8, device="cuda"), torch.rand(8, 3000, device="cuda")
-    assert float((gt.matmul(x, y).double() - x.double() @ y.double()).norm() / (x.double() @ y.double()).norm()) < 1e-6
+    _torch_takes(torch.rand(4, 300000, device="cuda"), torch.rand(300000, 3, device="cuda"), "small")
+    _torch_takes(torch.rand(5000, 8, device="cuda"), torch.rand(8, 3000, device="cuda"))
 
 
 def test_the_librarys_kernel_runs_on_operands_directly():
