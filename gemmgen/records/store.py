@@ -145,7 +145,10 @@ def check_same_device(recorded: Mapping, fingerprint: Mapping, where: Any) -> No
 
 # ---- writing -----------------------------------------------------------------------------------
 def shipped_dir() -> Path | None:
-    """The read-only results folder shipped with gemmgen, or None where it is absent."""
+    """The read-only results folder shipped with gemmgen, or None where it is absent or hidden
+    (``GEMMGEN_SHIPPED=0``: see what a GPU with no shipped results gets)."""
+    if os.environ.get("GEMMGEN_SHIPPED", "1") == "0":
+        return None
     try:
         return data_dir("results")
     except FileNotFoundError:

@@ -29,6 +29,8 @@ from ..records.entry import Entry
 from ..records.lookup import load_device
 from ..records.timings import Timings
 from . import gemv, small
+from .analytic import Analytic
+from .builtin import builtin_fits
 from .dispatch import candidates, choose, dispatch, fit_all, layout_factors, ranked, serves
 from .staging import copied_ld, stage_plan
 from .precision import PRECISIONS, by_precision, check_family, family_fallback, fallback_config
@@ -145,8 +147,10 @@ class KernelLibrary:
         key = (precision, layout, family)
         if key not in self._fits:
             fits = self._fits.get(precision)
-            if fits is None:
-                fits = self._fits[precision] = fit_all(self.timings.of_precision(precision), self.spec)
+            if fits is None:   # nothing of the class stored for this GPU: the built-in kernels' analytic models
+                timed = self.timings.of_precision(precision)
+                fits = self._fits[precision] = (fit_all(timed, self.spec) if timed else [] if self.classes.get(precision) or self.strict
+                                                else builtin_fits(self.spec, precision))
             self._fits[key] = candidates(fits, layout, self.spec, family, layout_factors(fits))
         return self._fits[key]
 
@@ -172,6 +176,10 @@ class KernelLibrary:
     def _pick(self, M, N, K, layout, lda, ldb, ldc, precision, family, aligned) -> Kernel:
         best = choose(self.candidates(precision, layout, family), M, N, K, layout, lda, ldb, ldc, aligned)
         if best is not None:
+            if isinstance(best, Analytic) and precision not in self._warned:
+                warnings.warn(f"gemmgen: no tuned results for {self.spec.name}; running built-in kernels chosen by the "
+                              "analytic time model (`gemmgen search` tunes this GPU)", stacklevel=4)
+                self._warned.add(precision)
             return self._load(best.config, None)
         stored = {k: e for k, e in self.classes.get(precision, {}).items()
                   if serves(family, e.kernel_config.family)}

@@ -1,0 +1,139 @@
+"""The new-GPU drill: what a GPU gets from gemmgen out of the box, after a short search, and with its
+shipped results, measured on one GPU by hiding the shipped results (``GEMMGEN_SHIPPED=0``).
+
+    python benchmarks/drill.py run a --out runs/drill              # (a) no results, no tuning
+    python benchmarks/drill.py run c --out runs/drill              # (c) the shipped results
+    python benchmarks/drill.py run b --out runs/drill --results DIR   # (b) DIR: a search's results
+    python benchmarks/drill.py summary runs/drill [--json]         # each table of (a), (b) against (c)
+
+``run`` runs benchmarks/targets.py's tables (``--only``; default set, layouts, simt, outsider, random)
+into OUT/<situation>/ with the environment of the situation: (a) the shipped results hidden and an
+empty results folder, (b) the shipped results hidden and ``--results DIR`` (what `gemmgen search
+--budget 10m --results DIR` wrote), (c) as installed. ``summary`` prints, per table, each situation's
+geomean and lowest ratio against cuBLAS and the targets: (a) at least 80% of (c)'s geomean and no shape
+under 0.8x, (b) at least 95% of (c)'s; with the SIMT family alone (a) at least 0.85x and (b) 0.93x.
+It exits 1 where a measured target is missed, 0 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TABLES = ("set", "layouts", "simt", "outsider", "random")
+SITUATIONS = {"a": "out of the box (no results, no tuning)", "b": "after a search", "c": "shipped results"}
+OF_C = {"a": 0.80, "b": 0.95}            # least share of (c)'s geomean, each table
+SIMT_FLOOR = {"a": 0.85, "b": 0.93}      # least geomean against cuBLAS with the SIMT family alone
+LOWEST_A = 0.8                           # no shape of (a) under this ratio
+
+
+def environment(situation: str, results: Path | None) -> dict:
+    """The environment a situation's tables run in."""
+    env = dict(os.environ)
+    if situation in ("a", "b"):
+        env["GEMMGEN_SHIPPED"] = "0"
+        env["GEMMGEN_RESULTS"] = str(results if situation == "b" else Path(tempfile.mkdtemp(prefix="gemmgen-none-")))
+    return env
+
+
+def rows(folder: Path, table: str) -> list[dict]:
+    """A table's rows from targets.py's JSON in ``folder`` (the set's file holds the layouts' rows too)."""
+    source = {"layouts": "set"}.get(table, table)
+    path = folder / f"{source}.json"
+    if not path.is_file():
+        return []
+    data = json.loads(path.read_text())
+    got = data["rows"] if isinstance(data, dict) else data
+    if table in ("set", "simt"):
+        got = [r for r in got if r.get("layout", "NN") == "NN"]
+    elif table == "layouts":
+        got = [r for r in got if r.get("layout", "NN") != "NN"]
+    return got
+
+
+def ratio(row: dict) -> float:
+    return float(row["speedup"]) if "speedup" in row else float(row["ratio"])
+
+
+def stats(found: list[dict]) -> dict | None:
+    if not found:
+        return None
+    ratios = [ratio(r) for r in found]
+    import math
+    return {"rows": len(ratios), "geomean": math.exp(sum(math.log(x) for x in ratios) / len(ratios)),
+            "lowest": min(ratios)}
+
+
+def summary(out: Path) -> tuple[list[dict], bool]:
+    """Per table and situation: rows, geomean, lowest, and the verdict against the targets."""
+    table_rows, ok = [], True
+    for table in TABLES:
+        got = {s: stats(rows(out / s, table)) for s in SITUATIONS}
+        c = got["c"]
+        for s in ("a", "b"):
+            st = got[s]
+            if st is None:
+                continue
+            need = SIMT_FLOOR[s] if table == "simt" else (OF_C[s] * c["geomean"] if c else None)
+            met = None if need is None else st["geomean"] >= need and (s != "a" or table == "simt" or st["lowest"] >= LOWEST_A)
+            ok = ok and met is not False
+            st.update(need=need, met=met, of_c=(st["geomean"] / c["geomean"]) if c else None)
+        table_rows.append({"table": table, **{s: got[s] for s in SITUATIONS}})
+    return table_rows, ok
+
+
+def print_summary(table_rows: list[dict]) -> None:
+    print(f"{'table':9} {'(c) shipped':>16} {'(a) out of box':>22} {'(b) searched':>22}")
+    for t in table_rows:
+        cells = []
+        for s in ("c", "a", "b"):
+            st = t[s]
+            if st is None:
+                cells.append("-")
+                continue
+            text = f"{st['geomean']:.3f}x low {st['lowest']:.2f}"
+            if s != "c" and st.get("of_c"):
+                text += f" {st['of_c']:.0%}"
+            if s != "c" and st.get("met") is not None:
+                text += " ok" if st["met"] else " MISS"
+            cells.append(text)
+        print(f"{t['table']:9} {cells[0]:>16} {cells[1]:>22} {cells[2]:>22}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="time the tables in one situation")
+    run.add_argument("situation", choices=list(SITUATIONS))
+    run.add_argument("--out", type=Path, required=True, metavar="DIR")
+    run.add_argument("--results", type=Path, metavar="DIR", help="(b): the folder a search wrote")
+    run.add_argument("--only", nargs="+", default=list(TABLES), choices=list(TABLES) + ["launch"], metavar="TABLE")
+    run.add_argument("--seed", type=int, action="append", default=[], help="random shapes' seeds")
+    show = sub.add_parser("summary", help="the situations' tables against the targets")
+    show.add_argument("out", type=Path, metavar="DIR")
+    show.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        if args.situation == "b" and (args.results is None or not args.results.is_dir()):
+            ap.error(f"--results {args.results}: situation b needs the folder a search wrote")
+        cmd = [sys.executable, str(HERE / "targets.py"), "run", "--out", str(args.out / args.situation),
+               "--only", *args.only] + [x for s in args.seed for x in ("--seed", str(s))]
+        return subprocess.run(cmd, env=environment(args.situation, args.results)).returncode
+    if not args.out.is_dir():
+        ap.error(f"{args.out}: no such folder")
+    table_rows, ok = summary(args.out)
+    if args.json:
+        print(json.dumps({"tables": table_rows, "met": ok}, indent=1))
+    else:
+        print_summary(table_rows)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
