@@ -1,0 +1,113 @@
+"""The analytic time model and the built-in kernels (runtime/analytic.py, runtime/builtin.py), checked on
+the shipped GPUs' recorded timings: what a GPU with no results runs, replayed without a GPU."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import warnings
+from functools import lru_cache
+
+import pytest
+
+from gemmgen.base.devices import known
+from gemmgen.base.paths import data_dir
+from gemmgen.base.shape import Shape
+from gemmgen.kernel.rules import explain
+from gemmgen.records.timings import Timings
+from gemmgen.runtime import analytic, builtin
+from gemmgen.runtime.library import KernelLibrary, NoTunedKernels
+
+FILES = {"h100": "nvidia-h100-80gb-hbm3.json", "h200": "nvidia-h200.json"}
+
+
+@lru_cache(maxsize=None)
+def recorded(gpu: str) -> Timings:
+    return Timings.from_dict(json.loads((data_dir("results") / FILES[gpu]).read_text())["timings"])
+
+
+def shape_table(gpu: str, family: str | None = None) -> dict[str, dict[str, float]]:
+    """{shape key: {kernel name: ms}} of the shapes at least five kernels of the class were timed on."""
+    table: dict[str, dict[str, float]] = {}
+    for k in recorded(gpu).of_precision("fp32"):
+        if k.config.family == "skinny" or (family and k.config.family != family):
+            continue
+        for key, ms in k.ms.items():
+            table.setdefault(key, {})[k.config.name] = ms
+    return {key: row for key, row in table.items() if len(row) >= 5}
+
+
+def test_coefficients_fitted_on_one_gpu_predict_the_other():
+    """The model's point: constants per mainloop kind, the GPU's own rates in the units. Fitted on the
+    H100's timings, the H200's (more bandwidth, same SMs) are predicted within a median 25%."""
+    coef = analytic.fit_coefficients(((k.config, k.resident, k.shapes()) for k in recorded("h100").of_precision("fp32")),
+                                     known("h100"))
+    models = [(analytic.Analytic.make(k.config, known("h200"), coef), k.shapes())
+              for k in recorded("h200").of_precision("fp32")[::5]]
+    assert analytic.log_error(models) < math.log(1.25)
+
+
+def test_shipped_coefficients_are_those_the_shipped_timings_give():
+    """search/builtin.json's coefficients come from the H100's timings (the file says so): refitting
+    gives them back, so the data file is not edited by hand."""
+    stored = builtin.load()["coefficients"]
+    coef = analytic.fit_coefficients(((k.config, k.resident, k.shapes()) for k in recorded("h100").of_precision("fp32")),
+                                     known("h100"))
+    assert {k: list(v) for k, v in coef.items()} == stored
+
+
+@pytest.mark.parametrize("gpu, family, bound", [("h100", None, 1.12), ("h200", None, 1.12), ("h200", "simt", 1.12)])
+def test_out_of_the_box_picks_replayed_on_recorded_times(gpu, family, bound):
+    """A library with no results plans every recorded grid shape (every third); where the kernel it picks
+    was timed there, its time over the best time anyone measured there: geomean under ``bound`` (the
+    shipped results, fitted to those times, pick about the best)."""
+    lib = KernelLibrary(known(gpu), {}, timings=Timings.empty())
+    ratios = []
+    for key, row in sorted(shape_table(gpu, family).items())[::3]:
+        s = Shape.parse(key)
+        if s.M == 1 or s.N == 1:
+            continue
+        copy_a, copy_b, fit = lib.staged_fit(s.M, s.N, s.K, s.layout, *s.lds, s.N, "fp32", family)
+        assert fit is not None, key
+        assert isinstance(fit, analytic.Analytic)
+        if not (copy_a or copy_b) and fit.config.name in row:
+            ratios.append(row[fit.config.name] / min(row.values()))
+    assert len(ratios) > 100
+    assert math.exp(statistics.fmean(math.log(r) for r in ratios)) < bound
+
+
+@pytest.mark.parametrize("gpu, families", [("rtx3090", {"simt", "tf32x3"}), ("a100", {"simt", "tf32x3"}),
+                                           ("h100", {"simt", "tf32x3"})])
+def test_built_in_kernels_are_valid_where_they_are_offered(gpu, families):
+    spec = known(gpu)
+    fits = builtin.builtin_fits(spec, "fp32")
+    assert fits and {f.config.family for f in fits} == families
+    assert all(not explain(f.config, spec) for f in fits)
+    wgmma = any(f.config.mma == "wgmma" for f in fits)
+    assert wgmma == (spec.cc == (9, 0))
+    assert builtin.builtin_fits(spec, "tf32") == []       # other classes keep their preset
+
+
+def test_a_gpu_with_no_tf32_tensor_cores_gets_simt_only():
+    spec = known("rtx3090")
+    turing = type(spec)(**{**spec.to_dict(), "key": "detected", "cc": (7, 5)})
+    assert {f.config.family for f in builtin.builtin_fits(turing, "fp32")} == {"simt"}
+
+
+def test_planning_without_results_needs_no_gpu_and_strict_refuses():
+    lib = KernelLibrary(known("h100"), {}, timings=Timings.empty())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = lib.staged_fit(3000, 5000, 700, "NT", 700, 700, 5000)[2]
+    assert isinstance(fit, analytic.Analytic) and not caught   # planning alone warns of nothing
+    strict = KernelLibrary(known("h100"), {}, strict=True, timings=Timings.empty())
+    assert strict.candidates("fp32", "NN") == []
+    with pytest.raises(NoTunedKernels):
+        strict._pick(3000, 5000, 700, "NN", None, None, None, "fp32", None, True)
+
+
+def test_portfolio_greedy_prefers_broad_kernels():
+    t = {"s1": {"a": 1.0, "b": 2.0, "c": 1.1}, "s2": {"a": 3.0, "b": 1.0, "c": 1.2}, "s3": {"b": 1.0}}
+    assert builtin.choose_portfolio([t], 1) == ["b"]                 # b alone is nearest overall
+    assert builtin.choose_portfolio([t], 3, allowed=["a", "c"]) == ["c", "a"]
+    assert builtin.choose_portfolio([t], 5, start=["b"])[:1] == ["b"]
