@@ -46,7 +46,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     tnd.add_argument("gpu", nargs="?", help="only this GPU (name, alias or file stem); --clear needs it")
     tnd.add_argument("--clear", action="store_true", help="delete the GPU's picks (timed again on next first calls)")
     tnd.add_argument("--json", action="store_true", help="print JSON")
-    for p in (lst, show, exp, pln):
+    from . import results_builtin
+    bld = sub.add_parser("builtin", help="choose the built-in kernels from tuned GPUs' timings",
+                         description=results_builtin.DESCRIPTION, epilog=results_builtin.EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    results_builtin.configure(bld)
+    for p in (lst, show, exp, pln, bld):
         p.add_argument("--results", metavar="DIR", help="results folder (default: the user folder, "
                        "$GEMMGEN_RESULTS overrides); the shipped results are always read too")
         p.add_argument("--json", action="store_true", help="print JSON")
@@ -71,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
             print(tuned.text(found, args.gpu) + "".join(f"\ndeleted {p}" for p in gone))
         return 0
     checks.input_folder(args.results)
+    if args.action == "builtin":
+        from . import results_builtin
+
+        return results_builtin.run(args)
     if args.action == "plan":
         from .results_plan import plan, text
 
