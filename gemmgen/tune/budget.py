@@ -19,7 +19,6 @@ import math
 import re
 from dataclasses import dataclass
 
-DEFAULT = "20m"
 _PART = re.compile(r"(\d+)([hms])")
 
 
