@@ -10,8 +10,8 @@ from gemmgen.kernel.config import KernelConfig
 from gemmgen.base.devices import DeviceSpec, for_arch, known
 from gemmgen.kernel.presets import all_presets, preset
 from gemmgen.kernel.rules import explain
-from gemmgen.tune.space import (_RandomTrial, default_shapes, families, invalid_draws, load_space, sample_valid, Space,
-                                 space_file, SpaceError)
+from gemmgen.tune.draws import invalid_draws
+from gemmgen.tune.space import _RandomTrial, default_shapes, families, load_space, sample_valid, Space, space_file, SpaceError
 
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 

@@ -17,7 +17,8 @@ DRAWS = 300   # random draws per family's space for its invalid share (CPU only,
 def plan_of(args: argparse.Namespace, job: Any, split: Any, foreign: Any) -> dict:
     """What the run will do, as a JSON-ready dict (see :func:`print_plan`)."""
     from ..tune.shapeset import regime_counts
-    from ..tune.space import invalid_draws, load_space
+    from ..tune.draws import invalid_draws
+    from ..tune.space import load_space
     from .search_timings import current, kernels, pairs_to_time
     from ..tune.grid_timings import timing_batches
 

@@ -30,7 +30,7 @@ FINALISTS = 3
 POOL = "process"    # several GPUs: one worker process each (tests use threads)
 
 
-def check(args: argparse.Namespace) -> bool:
+def check(args: argparse.Namespace, families: list) -> bool:
     """Whether this is a shape-set search (no --shape/--shapes), after its options' rules (one-line errors,
     before the GPU)."""
     set_only = ("grid", "patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from",
@@ -56,17 +56,16 @@ def check(args: argparse.Namespace) -> bool:
     for name, value in (("--rep-ms", args.rep_ms), ("--timeout", args.timeout)):
         if value is not None and not value > 0:
             raise ValueError(f"{name} {value}: must be above 0")
-    _common(args)
+    _common(args, families)
     return True
 
 
-def _common(args: argparse.Namespace) -> None:
+def _common(args: argparse.Namespace, families: list) -> None:
     """The options both kinds of search share, checked as a --shape search checks them (one line each)."""
     from ..base.devices import for_arch, known
     from ..tune.space import load_space
     from . import checks
     from .options import DEFAULT_ARCH
-    from .search import parse_families
 
     checks.at_least(0, seed=args.seed)
     if args.seed > 2**32 - 1:
@@ -77,7 +76,7 @@ def _common(args: argparse.Namespace) -> None:
     for option, path in (("--space", args.space), ("--winners-from", args.winners_from)):
         if path is not None:
             checks.input_file(path, option)
-    for family in parse_families(args.family, args.space):
+    for family in families:
         load_space(family, target.arch, args.space, device=target)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -254,44 +253,13 @@ def sample_valid(n: int, arch: str = "sm_90", seed: int = 0, layout: str = "NN",
     """
     space = space or load_space(family, arch)
     rng, found = random.Random(seed), {}
-    for _ in range(max(1000, 2000 * n)):   # most draws are valid (invalid_draws); this bound is generous
+    for _ in range(max(1000, 2000 * n)):   # most draws are valid (draws.invalid_draws); this bound is generous
         config = space.sample(_RandomTrial(rng), layout)
         if config.name not in found and not explain(config, arch):
             found[config.name] = config
             if len(found) == n:
                 return list(found.values())
     raise SpaceError(f"found only {len(found)} of {n} valid {family} configs for {arch} in {space.source}")
-
-
-@dataclass(frozen=True)
-class Draws:
-    """What random draws from a space gave on a device: how many broke a rule, and which rules."""
-
-    drawn: int
-    invalid: int
-    rules: tuple[tuple[str, int], ...] = ()   # (rule, draws it rejected), most frequent first
-
-    @property
-    def share(self) -> float:
-        """The invalid share of the draws (0..1)."""
-        return self.invalid / self.drawn if self.drawn else 0.0
-
-
-def invalid_draws(space: Space, device: DeviceSpec, n: int = 1000, seed: int = 0, layout: str = "NN") -> Draws:
-    """Draw ``n`` configs uniformly (CPU only) and count those the rules reject on ``device``: the share of
-    a search's draws that would be told invalid instead of measured.
-
-    >>> from gemmgen.base.devices import known
-    >>> draws = invalid_draws(load_space("simt", "sm_86"), known("rtx3090"), n=200)
-    >>> draws.drawn, draws.share < 0.5
-    (200, True)
-    """
-    rng, invalid, rules = random.Random(seed), 0, Counter()
-    for _ in range(n):
-        violations = explain(space.sample(_RandomTrial(rng), layout), device)
-        invalid += bool(violations)
-        rules.update({v.rule for v in violations})
-    return Draws(n, invalid, tuple(rules.most_common()))
 
 
 def default_shapes(path: str | Path | None = None) -> list[Shape]:
