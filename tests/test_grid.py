@@ -16,7 +16,8 @@ from gemmgen.base.devices import known
 from gemmgen.kernel.config import KernelConfig
 from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules import explain
-from gemmgen.tune.grid import Grid, GridError, distance, grid_for_gpu, load_grid, nearest, order_shapes, resolve_grid
+from gemmgen.tune.grid import Grid, GridError, derived_grid, distance, load_grid, nearest, resolve_grid
+from gemmgen.tune.shapeset import REGIMES, order_by_value, regime_of
 from gemmgen.tune.grid_plan import GridJob, Task
 from gemmgen.tune.grid_run import TuneShape, run_grid
 from gemmgen.tune.grid_timings import Batch, TimeShape, timing_batches
@@ -41,7 +42,7 @@ def test_the_shipped_hopper_grid():
     assert {Shape(128, 4096, 4096), Shape(4096, 128, 4096), Shape(4096, 4096, 1024)} <= set(grid.shapes)   # the set's
     assert {s.layout for s in grid.shapes} == {"NN", "NT", "TN", "TT"}
     assert Shape(16, 4096, 16384) in grid.shapes and Shape(4097, 4097, 4097) in grid.shapes
-    assert grid_for_gpu("NVIDIA H100 80GB HBM3") == grid == resolve_grid("auto", "h200")
+    assert resolve_grid("hopper", H100) == grid and resolve_grid("auto", H100) == derived_grid(H100)
     assert load_grid(grid.source) == grid   # by file
 
 
@@ -73,20 +74,19 @@ def test_bad_grid_names():
         load_grid("ampere")
     with pytest.raises(GridError, match="no such file"):
         load_grid("/nonexistent/grid.json")
-    with pytest.raises(GridError, match="no shipped grid serves the a100; shipped: hopper \\(h100, h200\\)"):
-        resolve_grid("auto", "NVIDIA A100-SXM4-80GB")
-    with pytest.raises(GridError, match="--grid auto needs the GPU"):
-        resolve_grid("auto", None)
+    assert resolve_grid("auto", known("a100")).gpus == ("a100",)   # every GPU has a grid: its derived one
 
 
-def test_shapes_are_ordered_nn_first_then_by_size():
-    ordered = order_shapes(load_grid("hopper").shapes)
-    layouts = [s.layout for s in ordered]
-    assert layouts == sorted(layouts, key=("NN", "NT", "TN", "TT").index)   # one run of each layout, NN first
-    for layout in ("NN", "NT", "TN", "TT"):
-        sizes = [s.flops for s in ordered if s.layout == layout]
-        assert sizes == sorted(sizes)
-    assert ordered[0] == Shape(16, 16, 16) and ordered[-1] == Shape(8192, 8192, 8192, "TT")
+def test_a_grid_files_shapes_are_ordered_by_value():
+    """Round-robin over the regimes, largest first in each: the first six shapes cover every regime (the order
+    was NN smallest first, which spent a short budget on 16x16x16)."""
+    ordered = order_by_value(load_grid("hopper").shapes, H100)
+    assert len(ordered) == 140 and set(ordered) == set(load_grid("hopper").shapes)
+    assert [regime_of(s, H100) for s in ordered[:6]] == list(REGIMES)
+    assert ordered[0] == Shape(8192, 8192, 8192) and ordered.index(Shape(16, 16, 16)) > len(REGIMES)
+    for regime in REGIMES:
+        sizes = [s.flops for s in ordered if regime_of(s, H100) == regime]
+        assert sizes == sorted(sizes, reverse=True)
 
 
 def test_nearest_shapes_by_log_distance():
@@ -255,7 +255,7 @@ def test_resume_skips_finished_shapes_and_a_larger_budget_continues_them(tmp_pat
 def test_a_timed_out_grid_leaves_the_rest_pending(tmp_path):
     job = _job(tmp_path, ["256x256x256", "512x512x512"], trials=6, deadline=time.time() - 1)
     done = run_grid(job, TuneShape(job, FakeGPU()), [0], mode="inline")
-    assert [d.result["skipped"] for d in done] == ["the grid's --timeout had passed"] * 2
+    assert [d.result["skipped"] for d in done] == ["the budget's tuning share had passed"] * 2
     assert len(job.pending()) == 2
 
 
@@ -387,7 +387,8 @@ def test_timing_batches_cover_kernels_times_shapes():
     assert pairs == expected and len(pairs) == sum(len(b.configs) for b in batches)
     assert len(expected) == 3 * 4 - 2   # the fast-path kernel runs neither 1000^3 nor 64^3 (128x128 tiles)
     assert all(len(b.configs) <= 2 and all(c.layout == b.shape.layout for c in b.configs) for b in batches)
-    assert batches[0].shape == Shape(4096, 4096, 4096)   # biggest first
+    assert [b.shape for b in batches][0] == Shape(64, 64, 64)   # the order given
+    assert [b.shape for b in batches] == sorted((b.shape for b in batches), key=shapes.index)
 
 
 def test_time_shape_compiles_then_times_and_keeps_failures():

@@ -138,7 +138,7 @@ def test_help_documents_the_families(capsys):
     with pytest.raises(SystemExit):
         main(["search", "--help"])
     out = capsys.readouterr().out
-    assert "--family" in out and "tf32x3" in out and "in turn" in out and "<shape>/<layout>/tf32" in out
+    assert "--family" in out and "tf32x3" in out and "its own study" in out and "<shape>/<layout>/tf32" in out
 
 
 # ---- the CLI with a fake GPU ----------------------------------------------------------------------

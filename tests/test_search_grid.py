@@ -133,7 +133,7 @@ def test_a_rerun_resumes_both_stages(fake_cli, capsys):
     assert "0 of 8 to tune" in err and ": 0 to time in 0 batches" in err and len(FakeRetime.seen) == calls
     assert {t["status"] for t in report["tasks"]} == {"finished before"}
     report, err = grid_search(capsys, fake_cli, "--trials", "12", "--no-timings")
-    assert "8 of 8 to tune" in err and "timings" not in err
+    assert "8 of 8 to tune" in err and "grid mini timings" not in err
     assert all(t["measured"] > 8 for t in report["tasks"] if t["status"] == "tuned")
 
 
@@ -238,16 +238,17 @@ def test_only_timed_retimes_exactly_the_pairs_the_file_times(fake_cli, capsys):
     assert main(bare) == 2 and "--only-timed times the pairs" in capsys.readouterr().err
 
 
-def test_grid_auto_picks_the_shipped_grid_of_the_gpu(fake_cli, capsys):
-    report, err = grid_search(capsys, fake_cli, "--no-timings", "--timeout", "0.001")
-    assert "grid mini" in err   # a file given: its shapes
+def test_grid_auto_tunes_the_shapes_derived_from_the_gpu(fake_cli, capsys):
     argv = ["search", "--grid", "auto", "--family", "tf32x3", "--results", str(fake_cli / "r2"), "--no-timings",
-            "--timeout", "0.001", "--json"]
+            "--budget", "90s", "--trials", "4", "--json"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
-    assert "grid hopper: 140 shapes x 1 families (tf32x3)" in err and "140 of 140 to tune" in err
-    assert "not started (the grid's --timeout had passed)" in err
-    assert len(json.loads(out)["tasks"]) == 140
+    report = json.loads(out)
+    assert report["grid"] == "derived" and report["plan"]["shapes"] == 42
+    assert "search plan for the NVIDIA H100 80GB HBM3 (132 SMs)" in err and "budget 1:30 = tune 0:54 + time 0:36" in err
+    tuned = [t for t in report["tasks"] if t["status"] == "tuned"]
+    assert 1 <= len(tuned) <= report["plan"]["tasks_tuned"] < report["plan"]["tasks"]   # the budget's first tasks
+    assert tuned[0]["shape"] == "4096x4096x4096/NN"   # by value: the large cube first, not 16x16x16
 
 
 def test_help_shows_the_grid(capsys):
@@ -255,15 +256,19 @@ def test_help_shows_the_grid(capsys):
         main(["search", "--help"])
     text = capsys.readouterr().out
     for words in ("--grid NAME|FILE|auto", "--patience", "--extend-below", "--rep-ms", "--timings-only",
-                  "--winners-from", "--no-timings", "per shape and family",
-                  "--grid hopper --family all --devices 0,1,2,3"):
+                  "--winners-from", "--no-timings", "per shape and family", "--budget DURATION", "what to tune",
+                  "how long", "time the winners for dispatch", "re-time another GPU's kernels", "20 min",
+                  "--budget 2h --devices 0,1,2,3"):
         assert words in text, words
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--grid", "hopper", "--shape", "64x64x64"], "--grid and --shape/--shapes are exclusive"),
-    (["--patience", "3"], "--patience applies to grid searches: give --grid NAME|FILE|auto"),
-    (["--timings-only"], "--timings-only applies to grid searches"),
+    (["--grid", "hopper", "--shape", "64x64x64"], "--grid applies to a shape-set search; leave out --shape"),
+    (["--shape", "64x64x64", "--patience", "3"], "--patience applies to a shape-set search; leave out --shape"),
+    (["--shape", "64x64x64", "--timings-only"], "--timings-only applies to a shape-set search"),
+    (["--shape", "-1x2x3"], "--shape '-1x2x3': shape '-1x2x3' has a dimension below 1; valid: MxNxK"),
+    (["--budget", "30"], "--budget '30': give a duration with units, e.g. 90s, 10m, 1h or 1h30m"),
+    (["--budget", "0m"], "--budget '0m': give a duration"),
     (["--grid", "nosuch"], "--grid 'nosuch': no such grid or file; shipped grids: hopper, hopper-deep, hopper-few-columns, hopper-few-rows, hopper-fill, hopper-launch, hopper-launch-shallow, hopper-mid-shallow, hopper-nt, hopper-shallow, hopper-simt, hopper-skinny, or auto"),
     (["--grid", "hopper", "--winners-from", "x.json"], "give it with --timings-only"),
     (["--grid", "hopper", "--timings-only", "--no-timings"], "--no-timings and --timings-only are exclusive"),
@@ -279,13 +284,15 @@ def test_bad_grid_options_are_one_line_errors(capsys, args, words):
     assert err.count("\n") == 1 and words in err and "Traceback" not in err
 
 
-def test_grid_auto_on_a_gpu_without_a_grid(fake_cli, capsys, monkeypatch):
-    from gemmgen.base import devices
-
-    monkeypatch.setattr(devices, "detect", lambda device_id=0: known("a100"))
-    assert main(["search", "--grid", "auto", "--results", str(fake_cli / "r")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "no shipped grid serves the a100; shipped: hopper (h100, h200)" in err
+def test_grid_auto_on_any_gpu_plans_its_derived_shapes(capsys):
+    """No GPU is refused: an RTX 3090 gets its own 42 shapes, sized by its 82 SMs, and --dry-run --json is JSON."""
+    assert main(["search", "--gpu", "rtx3090", "--budget", "30m", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["gpu"] == "rtx3090" and plan["sm_count"] == 82 and plan["shapes"] == 42
+    assert set(plan["regimes"]) == {"waves", "skinny", "deep-k", "shallow-k", "small", "ragged"}
+    assert plan["budget"]["budget_s"] == 1800 and plan["budget"]["tune_s"] == 1080 and plan["budget"]["time_s"] == 720
+    assert plan["tasks_tuned"] == plan["tasks"] == 42 and 8 <= plan["trials_per_task"] <= 200
+    assert plan["invalid_draws"]["simt"] < 0.45 and plan["shape_order"][0] == "4096x4096x4096/NN"
 
 
 def test_the_shipped_grid_loads_for_both_hopper_gpus():
@@ -303,14 +310,15 @@ def test_dry_run_plans_without_a_gpu_and_sees_what_is_done(fake_cli, capsys, mon
             "--results", str(fake_cli / "results"), "--gpu", "h100", "--dry-run"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "grid mini on NVIDIA H100 80GB HBM3 (planned, not run): 8 tasks, 0 finished" in out
-    assert "tune simt: 4 shapes" in out and "tune in all: " in out and "time now: " in out
+    assert "search plan for the NVIDIA H100 80GB HBM3 (132 SMs), 1 GPU(s): budget 20:00" in out
+    assert "tune: 8 of 8 shape x family tasks (0 finished before" in out and "estimate: ~" in out
+    assert "families: simt, tf32x3 (random draws that break the rules: simt " in out
     assert not (fake_cli / "results").exists()   # nothing written
     monkeypatch.setattr(devices, "detect", lambda device_id=0: known("h100"))
     grid_search(capsys, fake_cli)
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "8 tasks, 8 finished" in out and "tune simt" not in out and " 0 pairs in 0 batches (" in out
+    assert "tune: 0 of 8 shape x family tasks (8 finished before" in out and ": 0 pairs now" in out
 
 
 def test_the_recorded_timings_feed_the_dispatch_model(fake_cli, capsys):

@@ -31,15 +31,17 @@ class Progress:
     """Counts finished items of a stage and estimates the time left from the rate so far."""
 
     total: int
-    start: float = field(default_factory=time.monotonic)
+    start: float = field(default_factory=time.time)
     done: int = 0
+    end: float | None = None   # time.time() when the budget ends: the line says how much is left
 
     def line(self, device: int, what: str, seconds: float, now: float | None = None) -> str:
         self.done += 1
-        elapsed = (time.monotonic() if now is None else now) - self.start
-        eta = elapsed / self.done * (self.total - self.done)
+        now = time.time() if now is None else now
+        eta = (now - self.start) / self.done * (self.total - self.done)
+        left = "" if self.end is None else f", budget left {clock(max(0.0, self.end - now))}"
         return (f"[{self.done}/{self.total}] {what}, {seconds:.0f} s on GPU {device}; "
-                f"elapsed {clock(elapsed)}, ETA {clock(eta)}")
+                f"elapsed {clock(now - self.start)}, ETA {clock(eta)}{left}")
 
 
 def say(line: str) -> None:

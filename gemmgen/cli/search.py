@@ -1,19 +1,21 @@
 """``gemmgen search`` and ``gemmgen report``: tune kernels for this GPU with Optuna and keep the winners.
 
-A search resumes its study when run again (SQLite in the results folder by default, any RDB URL
-with --storage, e.g. PostgreSQL shared by several hosts). Presets that fit are measured first, so a
-search never ends worse than the best preset; every candidate passes the correctness gate before it
-is timed; the top 5 are re-timed against cuBLAS before the winner is stored.
+gemmgen search with no shapes tunes about 42 shapes derived from this GPU (--grid auto: six regimes,
+waves of tiles, skinny, deep-K, shallow-K, small, ragged, in all four layouts, sized by its SM count),
+one study per shape and family, on one worker per GPU of --devices, then times every winner and
+preset on every shape for the dispatch; all within --budget (wall time of the whole run; tuning gets
+60%, timing the rest). It prints its plan and estimate first (--dry-run: only that). --shape and
+--shapes tune just those shapes, each in one study shared by every GPU (no timings stage).
+
+A rerun resumes (SQLite in the results folder by default, any RDB URL with --storage, e.g. PostgreSQL
+shared by several hosts). Presets that fit are measured first, so a search never ends worse than the
+best preset; every candidate passes the correctness gate before it is timed.
 
 --family picks the template family: simt (default), tf32 or tf32x3 (tensor cores, sm_80 and newer),
-a comma-separated list, or all. Families are searched in turn, each in its own study
-(<gpu>-<family>-<shape>; simt keeps <gpu>-<shape>) with the full --trials budget. Winners are
-stored per accuracy class: simt and tf32x3 are both fp32-accurate and compete for the shape's one
-fp32 entry (the faster stays); tf32 winners are stored beside it, under <shape>/<layout>/tf32.
-
---grid tunes every shape of a grid (search/grid-NAME.json) on one worker per GPU of --devices, each
-shape and family in its own study warm-started from its neighbours' winners, with --trials per
-shape; then it times every winner on every grid shape for dispatch (see the grid options).
+a comma-separated list, or all; each in its own study (<gpu>-<family>-<shape>; simt keeps
+<gpu>-<shape>). Winners are stored per accuracy class: simt and tf32x3 are both fp32-accurate and
+compete for the shape's one fp32 entry (the faster stays); tf32 winners are stored under
+<shape>/<layout>/tf32.
 """
 from __future__ import annotations
 
@@ -24,60 +26,31 @@ import time
 
 from . import checks, search_grid
 from .command import Command
-
-EPILOG = """examples:
-  gemmgen search --gpu h100 --trials 200                 tune 4096^3 NN on this H100
-  gemmgen search --family tf32x3 --trials 100            fp32-accurate 3xTF32 tensor-core kernels
-  gemmgen search --family all --trials 100               simt, tf32 and tf32x3 in turn
-  gemmgen search --shape 1000x1000x1000 --shape 8192x8192x8192/NT --trials 100
-  gemmgen search --devices 0,1 --trials 400              one worker per GPU, one shared study
-  gemmgen search --storage postgresql://user@db/gemmgen  several hosts, same command on each
-  gemmgen search --grid auto --family all --trials 24    tune this GPU's shipped grid (hopper: 89 shapes)
-  gemmgen search --grid hopper --family all --devices 0,1,2,3 --timeout 1800   4 GPUs, then timings
-  gemmgen search --grid hopper --family all --timings-only --winners-from h200.json   re-time an H200's
-                                                         winners on this H100 (a copy of its results file)
-  gemmgen report --study h100-4096x4096x4096-NN --out report/"""
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    a = parser.add_argument
-    a("--gpu", help="the GPU you mean to tune (rtx3090, a100, h100, ...); must match the detected one")
-    a("--family", metavar="NAME[,NAME]", help="template family: simt (default; all with --winners-from), tf32, tf32x3, "
-      "a comma-separated list, or all; each is searched in turn in its own study with the full --trials budget")
-    a("--trials", type=int, help="measured trials per study, resumes included (default 200; with --grid, "
-      "per shape and family, enqueued warm starts included: default 24)")
-    a("--timeout", type=float, help="stop each worker after this many seconds (--grid: the whole tuning stage)")
-    a("--shape", action="append", default=[], metavar="MxNxK[/LAYOUT]", help="shape to tune (repeatable)")
-    a("--shapes", metavar="FILE", help='JSON file {"shapes": ["MxNxK/NN", ...]} (default: search/shapes.json)')
-    a("--space", metavar="FILE", help="search space JSON (default: the shipped one of the family for the GPU's "
-      "architecture); its family is searched")
-    a("--sampler", default="tpe", choices=("tpe", "random", "cmaes", "grid"), help="Optuna sampler (default tpe)")
-    a("--seed", type=int, default=0, help="sampler seed (default 0)")
-    a("--storage", help="Optuna RDB URL (default sqlite:///<results>/studies.db)")
-    a("--study", help="study name (default <gpu>-<shape>, <gpu>-<family>-<shape> for families other than simt)")
-    a("--devices", default="0", help="GPU indices, comma-separated: one search process per GPU (default 0)")
-    a("--jobs", type=int, help="compile workers preparing upcoming candidates (default 2; with --grid, "
-      "the CPU cores per GPU, at most 8)")
-    a("--results", metavar="DIR", help="results folder (default: the user folder; $GEMMGEN_RESULTS)")
-    a("--json", action="store_true", help="print the winners as JSON")
-    search_grid.add_options(parser)
+from .grid_output import clock as _clock
+from .search_options import DEFAULT_BUDGET, EPILOG, configure
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..tune.budget import parse_budget
+
+    budget = parse_budget(args.budget or DEFAULT_BUDGET)   # before anything touches the GPU
     if args.family is None and args.winners_from:
         args.family = "all"   # another GPU's kernels are timed whatever their family, unless --family says
-    families = parse_families(args.family, args.space)   # before anything touches the GPU
+    families = parse_families(args.family, args.space)
     devices = _devices(args.devices)
-    if search_grid.check(args):
+    if search_grid.check(args, families):
         checks.storage_url(args.storage)
         checks.output_folder(args.results, "--results")
-        return search_grid.run_grid(args, families, devices)
+        return search_grid.run_grid(args, families, devices, budget)
     args.trials = 200 if args.trials is None else args.trials
     args.jobs = 2 if args.jobs is None else args.jobs
     shapes = check(args, families)
+    if args.dry_run:
+        return _dry_run(args, families, shapes, budget)
 
     from ..base.devices import detect, fingerprint
     from ..kernel.accepts import family_refuses
+    from ..tune.budget import task_timeout
     from ..tune.driver import run_search
     from ..tune.gpu import GpuMeasure, GpuRetime, NvrtcPrepare
     from ..tune.plan import make_plan, match_gpu
@@ -88,24 +61,43 @@ def run(args: argparse.Namespace) -> int:
     spec = detect(devices[0])   # raises NoGpu: CuPy, the driver or the GPU is missing
     match_gpu(args.gpu, spec.name)
     fp, winners = fingerprint(devices[0]), []
-    for family in families:
-        for shape in shapes:
-            refused = family_refuses(family or "", shape.M, shape.N)
-            if refused:   # e.g. --family all on a square shape: the skinny family has nothing to try
-                print(f"search: no {family} study for {shape}: {refused}", file=sys.stderr)
-                continue
-            plan = make_plan(shape, spec, trials=args.trials, storage=args.storage, study=args.study,
-                             several_shapes=len(shapes) > 1, space=args.space, results=args.results,
-                             family=family, several_families=len(families) > 1,
-                             sampler=args.sampler, seed=args.seed, timeout=args.timeout, jobs=args.jobs)
-            print(f"search {plan.study}: {spec.name}, {plan.space.family}, {shape}, {args.trials} trials, "
-                  f"{args.sampler}", file=sys.stderr)
-            t0 = time.monotonic()
-            result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
-                                devices=devices, observer=_Bar())
-            print(file=sys.stderr)
-            winners.append(_store(result, plan, fp, args.results, time.monotonic() - t0))
+    todo = [(f, s) for f in families for s in shapes if not family_refuses(f or "", s.M, s.N)]
+    end = time.monotonic() + budget
+    for i, (family, shape) in enumerate(todo):
+        share = task_timeout(end - time.monotonic(), len(todo) - i, 1)   # the studies share every GPU
+        timeout = min(share, args.timeout) if args.timeout else share
+        if timeout <= 0:
+            print(f"search: budget spent; {len(todo) - i} studies not started (a rerun with --budget continues)",
+                  file=sys.stderr)
+            break
+        plan = make_plan(shape, spec, trials=args.trials, storage=args.storage, study=args.study,
+                         several_shapes=len(shapes) > 1, space=args.space, results=args.results,
+                         family=family, several_families=len(families) > 1,
+                         sampler=args.sampler, seed=args.seed, timeout=timeout, jobs=args.jobs)
+        print(f"search {plan.study}: {spec.name}, {plan.space.family}, {shape}, {args.trials} trials, "
+              f"{args.sampler}, {_clock(timeout)} at most (budget {_clock(budget)})", file=sys.stderr)
+        t0 = time.monotonic()
+        result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
+                            devices=devices, observer=_Bar(end))
+        print(file=sys.stderr)
+        winners.append(_store(result, plan, fp, args.results, time.monotonic() - t0))
     _report(winners, args.json)
+    return 0
+
+
+def _dry_run(args: argparse.Namespace, families: list, shapes: list, budget: float) -> int:
+    """``--shape ... --dry-run``: the studies, their trials and the budget, as text or JSON."""
+    from ..tune.budget import Costs
+
+    plan = {"mode": "shapes", "shapes": [s.key for s in shapes], "families": [f or "space file" for f in families],
+            "trials": args.trials, "budget_s": budget, "devices": args.devices,
+            "estimate_s": min(budget, len(shapes) * len(families) * args.trials * Costs().trial_s)}
+    if args.json:
+        print(json.dumps(plan, indent=1))
+        return 0
+    print(f"search plan (not run): {len(shapes)} shapes x {len(families)} families "
+          f"({', '.join(plan['families'])}), up to {args.trials} trials each, budget {_clock(budget)}; "
+          f"estimate {_clock(plan['estimate_s'])}")
     return 0
 
 
@@ -161,7 +153,7 @@ def check(args: argparse.Namespace, families: list[str | None]):
     for option, path in (("--space", args.space), ("--shapes", args.shapes)):
         if path is not None:
             checks.input_file(path, option)
-    shapes = [Shape.parse(s) for s in args.shape] or default_shapes(args.shapes)
+    shapes = [_shape(s) for s in args.shape] or default_shapes(args.shapes)
     if not shapes:
         raise ValueError(f"--shapes {args.shapes!r} lists no shapes; e.g. {{\"shapes\": [\"4096x4096x4096/NN\"]}}")
     refused = [family_refuses(f or "", s.M, s.N) for f in families for s in shapes]
@@ -173,6 +165,15 @@ def check(args: argparse.Namespace, families: list[str | None]):
                   space=args.space, family=family, sampler=args.sampler, seed=args.seed, timeout=args.timeout,
                   jobs=args.jobs)
     return shapes
+
+
+def _shape(text: str):
+    from ..base.shape import Shape
+
+    try:
+        return Shape.parse(text)
+    except ValueError as e:
+        raise ValueError(f"--shape {text!r}: {e}; valid: MxNxK[/LAYOUT] of positive sizes, e.g. 1024x1024x1024/NT") from None
 
 
 def _devices(text: str) -> list[int]:
@@ -231,17 +232,18 @@ def _report(winners: list[dict], as_json: bool) -> None:
 
 
 class _Bar:
-    """A progress line on stderr, redrawn in place on a terminal, printed every 10 s otherwise."""
+    """A progress line on stderr with the budget left, redrawn in place on a terminal, every 10 s otherwise."""
 
-    def __init__(self):
-        self.tty, self.last = sys.stderr.isatty(), 0.0
+    def __init__(self, end: float):
+        self.tty, self.last, self.end = sys.stderr.isatty(), 0.0, end
 
     def __call__(self, progress) -> None:
         now = time.monotonic()
+        line = f"{progress.line()}; budget left {_clock(max(0.0, self.end - now))}"
         if self.tty:
-            print(f"\r{progress.line():<100}", end="", file=sys.stderr, flush=True)
+            print(f"\r{line:<110}", end="", file=sys.stderr, flush=True)
         elif now - self.last >= 10:
-            print(progress.line(), file=sys.stderr, flush=True)
+            print(line, file=sys.stderr, flush=True)
             self.last = now
 
 

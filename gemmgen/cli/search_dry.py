@@ -1,44 +1,78 @@
-"""``gemmgen search --grid ... --dry-run``: what a grid run would tune and time, without a GPU (``--gpu``
-names it), to size a run before booking GPU time. Reads the studies and the results file, changes nothing.
+"""The plan of a shape-set search, printed before it starts (``--dry-run``: only that, as text or ``--json``):
+its shapes per regime, families, trials per shape, the budget's split and an estimate of each stage.
+Without a GPU with ``--gpu NAME``. Reads the studies and the results file, changes nothing.
 """
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+from typing import IO, Any
+
+from .checks import hidden
+from .grid_output import clock
+
+DRAWS = 300   # random draws per family's space for its invalid share (CPU only, about a second)
 
 
-def dry_run(args: argparse.Namespace, job: Any, foreign: Any) -> None:
-    """Print the plan: pending tasks and their trial bounds per family, then the timings to do now."""
-    from ..tune.grid_timings import timing_batches
-    from ..tune.warm import warm_configs
+def plan_of(args: argparse.Namespace, job: Any, split: Any, foreign: Any) -> dict:
+    """What the run will do, as a JSON-ready dict (see :func:`print_plan`)."""
+    from ..tune.shapeset import regime_counts
+    from ..tune.draws import invalid_draws
+    from ..tune.space import load_space
     from .search_timings import current, kernels, pairs_to_time
+    from ..tune.grid_timings import timing_batches
 
-    pending = job.pending()
-    most = job.trials * (2 if job.stretch_below else 1)
-    print(f"grid {job.grid.name} on {job.device.name} (planned, not run): {len(job.tasks())} tasks, "
-          f"{len(job.tasks()) - len(pending)} finished")
-    low_total = high_total = 0
-    for family in job.families:
-        mine = [t for t in pending if t.family == family]
-        if not mine or args.timings_only:
-            continue
-        warm = [len(warm_configs(job.plan_for(t), [])) for t in mine]
-        # a plateau ends a task after its warm starts and `patience` draws; at most the stretched budget
-        low = sum(min(job.trials, w + job.patience + 1) if job.patience else job.trials for w in warm)
-        high = len(mine) * most
-        low_total, high_total = low_total + low, high_total + high
-        print(f"  tune {family}: {len(mine)} shapes, {min(warm)}..{max(warm)} presets and split-K variants each "
-              f"(+ up to {2 * job.neighbours} from neighbours), {low}..{high} trials")
-    if not args.timings_only:
-        print(f"  tune in all: {low_total}..{high_total} trials (--trials {job.trials}, up to {most} below "
-              f"{job.stretch_below:g}x cuBLAS, patience {job.patience})")
-    if args.no_timings:
-        return
+    states = job.states()
+    tasks, tuned = job.tasks(), job.tuned()
+    pending = job.pending(states)
+    shapes = job.shapes()
+    spaces = {f: load_space(f, job.device.arch, job.space, device=job.device) for f in job.families}
+    invalid = {f: round(invalid_draws(s, job.device, DRAWS).share, 3) for f, s in spaces.items()}
     have = current(args, {"name": job.device.name})
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
-    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed,
+    batches = timing_batches(configs, shapes, job.device, skip=timed,
                              only=pairs_to_time(args, have, foreign, configs, job))
-    print(f"  time now: {len({c.name for c in configs})} kernels on {len(job.grid.shapes)} shapes, "
-          f"{sum(len(b.configs) for b in batches)} pairs in {len(batches)} batches ({len(timed)} timed before; "
-          "tuning first adds its winners)")
+    pairs = 0 if args.no_timings else sum(len(b.configs) for b in batches)
+    # the winners tuning adds are timed too: about one new kernel a tuned task, on each shape it runs
+    pairs_after = pairs + (0 if args.no_timings or args.timings_only else len(pending) * len(shapes))
+    return {
+        "device": job.device.name, "gpu": job.device.key, "sm_count": job.device.sm_count,
+        "grid": job.grid.name, "source": job.grid.source, "shapes": len(shapes),
+        "regimes": regime_counts(shapes, job.device), "shape_order": [s.key for s in shapes],
+        "families": list(job.families), "invalid_draws": invalid,
+        "tasks": len(tasks), "tasks_tuned": 0 if args.timings_only else len(tuned),
+        "tasks_done": sum(job.done(t, states) for t in tasks),
+        "tasks_to_tune": 0 if args.timings_only else len(pending),
+        "trials_per_task": job.trials, "devices": split.devices,
+        "budget": {**split.to_dict(), "time_estimate_s": split.time_estimate_s(pairs_after),
+                   "pairs_within": split.pairs_within(pairs_after)},
+        "timings": {"kernels": len({c.name for c in configs}), "pairs_now": pairs, "pairs_after_tuning": pairs_after,
+                    "timed_before": len(timed), "skipped": bool(args.no_timings)},
+        "storage": hidden(job.storage),
+    }
+
+
+def print_plan(plan: dict, as_json: bool, stream: IO[str]) -> None:
+    """The plan as lines (or JSON) on ``stream``."""
+    if as_json:
+        stream.write(json.dumps(plan, indent=1) + "\n")
+        return
+    b, t = plan["budget"], plan["timings"]
+    regimes = ", ".join(f"{r} {n}" for r, n in plan["regimes"].items())
+    invalid = ", ".join(f"{f} {100 * x:.0f}%" for f, x in plan["invalid_draws"].items())
+    lines = [
+        f"search plan for the {plan['device']} ({plan['sm_count']} SMs), {plan['devices']} GPU(s): "
+        f"budget {clock(b['budget_s'])} = tune {clock(b['tune_s'])} + time {clock(b['time_s'])}",
+        f"  shapes: {plan['shapes']} ({plan['source'] or plan['grid']}): {regimes}",
+        f"  families: {', '.join(plan['families'])} (random draws that break the rules: {invalid})",
+        f"  tune: {plan['tasks_to_tune']} of {plan['tasks']} shape x family tasks ({plan['tasks_done']} finished "
+        f"before; {plan['tasks_tuned']} in value order fit the budget), up to {plan['trials_per_task']} trials "
+        f"each: ~{clock(b['tune_estimate_s'])}",
+        f"  time: {t['kernels']} kernels (winners and presets) x {plan['shapes']} shapes: {t['pairs_now']} pairs "
+        f"now, ~{t['pairs_after_tuning']} after tuning, {b['pairs_within']} within the budget: "
+        f"~{clock(b['time_estimate_s'])}" if not t["skipped"] else "  time: skipped (--no-timings)",
+        f"  estimate: ~{clock(b['tune_estimate_s'] + (0 if t['skipped'] else b['time_estimate_s']))}; "
+        f"studies in {plan['storage']} (a rerun resumes)",
+    ]
+    stream.write("\n".join(lines) + "\n")

@@ -18,6 +18,8 @@ of kernel and shape this GPU's results file already times are not timed again.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 import time
 from typing import Any
 
@@ -28,43 +30,17 @@ FINALISTS = 3
 POOL = "process"    # several GPUs: one worker process each (tests use threads)
 
 
-def add_options(parser: argparse.ArgumentParser) -> None:
-    """The grid options of ``gemmgen search``."""
-    g = parser.add_argument_group("grid search")
-    a = g.add_argument
-    a("--grid", metavar="NAME|FILE|auto", help="tune every shape of a grid: a shipped one (search/grid-NAME.json: "
-      "hopper), a file, or auto (the shipped grid naming this GPU); --trials is then per shape and family")
-    a("--patience", type=int, metavar="N", help="grid: stop a shape after N sampled trials without a 1%% gain "
-      "(default 8; 0 never)")
-    a("--extend-below", type=float, metavar="RATIO", help="grid: a shape whose best is below RATIO x cuBLAS "
-      "when its budget ends may go on to twice --trials (default 1.2; 0 never)")
-    a("--rep-ms", type=float, metavar="MS", help="grid timings: milliseconds of timed runs per kernel and shape "
-      "(default 20)")
-    a("--no-timings", action="store_true", help="grid: tune only, do not time the winners across the grid")
-    a("--timings-only", action="store_true", help="grid: only time the studies' winners across the grid")
-    a("--winners-from", metavar="FILE", help="with --timings-only: time the kernels of another GPU's results file "
-      "(its timings and entries) here instead, e.g. an H200's winners on an H100")
-    a("--timings-timeout", type=float, metavar="S", help="grid: stop timing after S seconds (a rerun times the rest)")
-    a("--top", type=int, metavar="K", help="grid timings: on each shape, time only the K kernels the dispatch "
-      "predicts fastest there (fitted to --winners-from's timings, else this GPU's results file); default all")
-    a("--only-timed", action="store_true", help="with --winners-from: time each kernel only on the shapes FILE "
-      "times it on (its timings, and its entries' kernels on their shapes): re-time kernels whose code changed, "
-      "FILE holding just them, --results a fresh folder; benchmarks/merge_timings.py --replace stores the times")
-    a("--dry-run", action="store_true", help="grid: print what would be tuned and timed, and exit (no GPU needed "
-      "with --gpu NAME)")
-
-
-def check(args: argparse.Namespace) -> bool:
-    """Whether this is a grid search, after the grid options' rules (one-line errors, before the GPU)."""
-    grid_only = ("patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from", "timings_timeout",
-                 "top", "only_timed", "dry_run")
-    if not args.grid:
-        given = [f"--{n.replace('_', '-')}" for n in grid_only if getattr(args, n) not in (None, False)]
-        if given:
-            raise ValueError(f"{given[0]} applies to grid searches: give --grid NAME|FILE|auto")
-        return False
+def check(args: argparse.Namespace, families: list) -> bool:
+    """Whether this is a shape-set search (no --shape/--shapes), after its options' rules (one-line errors,
+    before the GPU)."""
+    set_only = ("grid", "patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from",
+                "top", "only_timed")
     if args.shape or args.shapes:
-        raise ValueError("--grid and --shape/--shapes are exclusive: the grid names the shapes to tune")
+        given = [f"--{n.replace('_', '-')}" for n in set_only if getattr(args, n) not in (None, False)]
+        if given:
+            raise ValueError(f"{given[0]} applies to a shape-set search; leave out --shape/--shapes "
+                             "(they tune just those shapes, one study each)")
+        return False
     if args.no_timings and args.timings_only:
         raise ValueError("--no-timings and --timings-only are exclusive")
     if args.winners_from and not args.timings_only:
@@ -77,38 +53,65 @@ def check(args: argparse.Namespace) -> bool:
                              ("--extend-below", args.extend_below, 0), ("--top", args.top, 1)):
         if value is not None and not value >= low:
             raise ValueError(f"{name} {value}: must be at least {low}")
-    seconds = (("--rep-ms", args.rep_ms), ("--timeout", args.timeout), ("--timings-timeout", args.timings_timeout))
-    for name, value in seconds:
+    for name, value in (("--rep-ms", args.rep_ms), ("--timeout", args.timeout)):
         if value is not None and not value > 0:
             raise ValueError(f"{name} {value}: must be above 0")
+    _common(args, families)
     return True
 
 
-def run_grid(args: argparse.Namespace, families: list, gpus: list[int]) -> int:
-    """``gemmgen search --grid ...`` on the families and GPUs ``--family`` and ``--devices`` name (checked
-    by the caller, as :func:`check`); returns 1 when a shape or a batch failed, else 0."""
+def _common(args: argparse.Namespace, families: list) -> None:
+    """The options both kinds of search share, checked as a --shape search checks them (one line each)."""
+    from ..base.devices import for_arch, known
+    from ..tune.space import load_space
+    from . import checks
+    from .options import DEFAULT_ARCH
+
+    checks.at_least(0, seed=args.seed)
+    if args.seed > 2**32 - 1:
+        raise ValueError(f"--seed {args.seed}: must be at most {2**32 - 1}")
+    target = known(args.gpu) if args.gpu else for_arch(DEFAULT_ARCH)   # an unknown --gpu lists the known ones
+    if args.study is not None and not args.study.strip():
+        raise ValueError("--study '': give a name, or leave it out for <gpu>-<shape>")
+    for option, path in (("--space", args.space), ("--winners-from", args.winners_from)):
+        if path is not None:
+            checks.input_file(path, option)
+    for family in families:
+        load_space(family, target.arch, args.space, device=target)
+
+
+def run_grid(args: argparse.Namespace, families: list, gpus: list[int], budget: float) -> int:
+    """``gemmgen search`` over a shape set, on the families and GPUs ``--family`` and ``--devices`` name (checked
+    by the caller, as :func:`check`), within ``budget`` seconds; returns 1 when a shape or a batch failed, else 0."""
     from ..base import devices as devs
     from ..records.store import load_file
     from ..tune.grid import load_grid, resolve_grid
     from ..tune.plan import match_gpu
     from ..tune.space import load_space
 
+    start = time.time()
     families = [f or load_space(path=args.space).family for f in families]
-    grid = None if args.grid == "auto" else load_grid(args.grid)       # a bad name fails before the GPU
+    text = args.grid or "auto"
+    if text != "auto":
+        load_grid(text)   # a bad name fails before the GPU
     foreign = load_file(args.winners_from) if args.winners_from else None
     if args.dry_run and args.gpu:
         spec = devs.known(args.gpu)
     else:
         spec = devs.detect(gpus[0])
         match_gpu(args.gpu, spec.name)
-    grid = grid or resolve_grid("auto", spec.name)
-    job = _job(args, grid, families, spec, len(gpus))
+    grid = resolve_grid(text, spec)
+    job, split = _job(args, grid, families, spec, len(gpus), start, budget)
+    from .search_dry import plan_of, print_plan
+    plan = plan_of(args, job, split, foreign)
     if args.dry_run:
-        from .search_dry import dry_run
-        dry_run(args, job, foreign)
+        print_plan(plan, args.json, sys.stdout)
         return 0
-    report = {"grid": grid.name, "device": spec.name, "families": families, "tasks": [], "timings": {}}
-    ctx = {"fp": devs.fingerprint(gpus[0]), "devices": gpus, "mode": pool_mode(gpus), "report": report, "failed": 0}
+    print_plan(plan, False, sys.stderr)
+    report = {"grid": grid.name, "device": spec.name, "families": families, "tasks": [], "timings": {},
+              "plan": plan}
+    ctx = {"fp": devs.fingerprint(gpus[0]), "devices": gpus, "mode": pool_mode(gpus), "report": report, "failed": 0,
+           "end": start + budget}
     if not args.timings_only:
         _tune(args, job, ctx)
     if not args.no_timings:
@@ -118,8 +121,14 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int]) -> int:
     return 1 if ctx["failed"] else 0
 
 
-def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gpus: int) -> Any:
+TRIALS = 200   # most trials a shape and family: the budget usually ends a shape sooner
+
+
+def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gpus: int, start: float,
+         budget: float) -> tuple[Any, Any]:
+    """The grid job and the budget's split (:func:`gemmgen.tune.budget.plan_budget`)."""
     from ..tune.ahead import cores
+    from ..tune.budget import plan_budget
     from ..tune.grid_plan import GridJob
     from ..tune.storage import default_storage
 
@@ -130,12 +139,15 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
     jobs = args.jobs or max(2, min(8, cores() // gpus))
     options = {"sampler": args.sampler, "seed": args.seed, "jobs": jobs, "lookahead": jobs + 1,
                "finalists": FINALISTS}
-    deadline = time.time() + args.timeout if args.timeout else None
-    return GridJob(grid, tuple(families), spec, args.storage or default_storage(args.results),
-                   trials=24 if args.trials is None else args.trials,
-                   patience=8 if args.patience is None else args.patience,
-                   stretch_below=1.2 if args.extend_below is None else args.extend_below,
-                   space=args.space, study=args.study, deadline=deadline, options=options)
+    job = GridJob(grid, tuple(families), spec, args.storage or default_storage(args.results),
+                  trials=TRIALS if args.trials is None else args.trials,
+                  patience=8 if args.patience is None else args.patience,
+                  stretch_below=1.2 if args.extend_below is None else args.extend_below,
+                  space=args.space, study=args.study, options=options, timeout=args.timeout, devices=gpus)
+    split = plan_budget(budget, tasks=len(job.tasks()), trials=job.trials, devices=gpus, tune=not args.timings_only)
+    if not args.timings_only:   # the budget's trials and tasks; the tuning share ends at its deadline
+        job = dataclasses.replace(job, trials=split.trials, limit=split.tasks_tuned, deadline=start + split.tune_s)
+    return job, split
 
 
 def pool_mode(devices: list[int]) -> str:
@@ -148,17 +160,17 @@ def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
     from ..tune.ahead import AHEAD, CompileAhead, cores, warm_kernels
     from ..tune.grid_run import TuneShape, run_grid
 
-    tasks = job.tasks()
+    tasks = job.tuned()
     pending = job.pending()
     most = job.trials * (2 if job.stretch_below else 1)
     out.say(f"grid {job.grid.name}: {len(job.grid.shapes)} shapes x {len(job.families)} families "
             f"({', '.join(job.families)}) on {job.device.name}, GPUs {','.join(map(str, ctx['devices']))}: "
-            f"{len(pending)} of {len(tasks)} to tune, --trials {job.trials} per shape (up to {most} below "
+            f"{len(pending)} of {len(tasks)} to tune, {job.trials} trials per shape (up to {most} below "
             f"{job.stretch_below:g}x cuBLAS), patience {job.patience}")
-    progress = out.Progress(len(pending))
+    progress = out.Progress(len(pending), end=ctx["end"])
     # finalists are not re-timed here: the timings stage times every winner again, on every shape
     prepare = gpu.NvrtcPrepare(job.device.arch)
-    work = TuneShape(job, gpu.GpuMeasure(rep_ms=MEASURE_MS), prepare)
+    work = TuneShape(job, gpu.GpuMeasure(rep_ms=MEASURE_MS), prepare, keep=KeepBest(ctx["fp"], args.results))
     spare = min(AHEAD, cores() - job.options["jobs"] * len(ctx["devices"]))   # cores the workers leave
     with CompileAhead(prepare, warm_kernels(job, pending), threads=spare):
         run_grid(job, work, ctx["devices"], mode=ctx["mode"], on_done=lambda done: _tuned(args, done, progress, ctx))
@@ -191,6 +203,26 @@ def _store(args: argparse.Namespace, task: Any, r: dict, fp: dict) -> str:
     entry = Entry.new(task.shape.key, KernelConfig.from_dict(r["config"]), r["tflops"], r["cublas_tflops"],
                       r["measured"], arch=fp_arch(fp))
     return record(fp, [entry], args.results).entries[entry.key].name
+
+
+@dataclasses.dataclass(frozen=True)
+class KeepBest:
+    """``keep(task, progress)``: store a task's new best as its shape's entry at once (locked, atomic write;
+    the faster stays), so a run killed mid-shape keeps what it found. Picklable, for worker processes."""
+
+    fp: dict
+    results: str | None = None
+
+    def __call__(self, task: Any, progress: Any) -> None:
+        from ..kernel.config import KernelConfig
+        from ..records.entry import Entry
+        from ..records.store import record
+        from .search_timings import fp_arch
+
+        cublas = progress.best_tflops / progress.best_ratio if progress.best_ratio else 0.0
+        entry = Entry.new(task.shape.key, KernelConfig.from_dict(progress.best_config), progress.best_tflops,
+                          cublas, progress.done, arch=fp_arch(self.fp))
+        record(self.fp, [entry], self.results)
 
 
 def _close(args: argparse.Namespace, job: Any, ctx: dict) -> None:

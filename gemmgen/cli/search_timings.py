@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +110,7 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign)
     only = pairs_to_time(args, have, foreign, configs, job)
-    batches = timing_batches(configs, job.grid.shapes, job.device, skip=timed, only=only)
+    batches = timing_batches(configs, job.shapes(), job.device, skip=timed, only=only)
     rep = args.rep_ms or REP_MS
     source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
     source += f"; per shape the {args.top} predicted fastest" if args.top else ""
@@ -121,10 +120,11 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> No
     out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
             f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")
-    deadline = time.time() + args.timings_timeout if args.timings_timeout else None
+    deadline = ctx.get("end")   # the budget's end: what is not timed by then, a rerun times
     prepare = gpu.NvrtcPrepare(job.device.arch)
     work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), prepare, job.options.get("jobs", 2), deadline)
-    state = {"entries": dict(have.entries), "measured": 0, "failed": 0, "progress": out.Progress(len(batches))}
+    state = {"entries": dict(have.entries), "measured": 0, "failed": 0,
+             "progress": out.Progress(len(batches), end=deadline)}
     with CompileAhead(prepare, [c for b in batches for c in b.configs], threads=min(AHEAD, cores())):
         run_on_devices(batches, work, ctx["devices"], mode=ctx["mode"],
                        on_done=lambda done: _batch(args, done, state, ctx))
@@ -167,7 +167,7 @@ def _batch(args: argparse.Namespace, done: Any, state: dict, ctx: dict) -> None:
     if rows:
         saved = record(ctx["fp"], _entries(shape, best, state["entries"], fp_arch(ctx["fp"])), args.results, timings=timings)
         state["entries"] = dict(saved.entries)
-    what = out.batch_summary(shape.key, rows) if rows else f"timings {shape.key}: not started (--timings-timeout)"
+    what = out.batch_summary(shape.key, rows) if rows else f"timings {shape.key}: not started (the budget ended)"
     out.say(state["progress"].line(done.device, what, done.seconds))
 
 

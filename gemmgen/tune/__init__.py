@@ -1,6 +1,9 @@
 """Stage 5, the search: draw configs from a space, measure them (injected), keep the winner of a study.
 
-- ``space`` and ``space_parts``: a family's search space as data (``search/<family>.json``);
+- ``space`` and ``space_parts``: a family's search space as data (``search/<family>.json``); ``draws``:
+  the share of its random draws the rules reject on a device;
+- ``shapeset``: the shapes a GPU is tuned on by default, derived from its SM count, in value order;
+  ``budget``: ``--budget`` parsed and split between tuning and timing, with an estimate;
 - ``plan``: :class:`SearchPlan` and :func:`make_plan`, what one search tunes and is given;
 - ``driver``: :func:`run_search`, presets first, one :class:`~.runner.TrialRunner` per GPU;
 - ``runner``: the ask/validate/prepare/measure/tell loop of one search process;

@@ -1,15 +1,14 @@
-"""A shape grid as data: the shapes ``gemmgen search --grid`` tunes on a kind of GPU, their order, and
-which of them are neighbours.
+"""A shape grid: the shapes ``gemmgen search`` tunes and times on a GPU, and which of them are neighbours.
 
-A grid file ``search/grid-<name>.json`` holds ``shapes`` (``MxNxK/LAYOUT`` as in ``--shape``), the
-``gpus`` it serves (aliases such as h100, h200: ``--grid auto`` picks the shipped grid naming the
-detected GPU), and a ``description``.
+By default (``--grid auto``) the grid is derived from the GPU (:func:`derived_grid`, see
+:mod:`.shapeset`). A grid file ``search/grid-<name>.json`` holds ``shapes`` (``MxNxK/LAYOUT`` as in
+``--shape``), the ``gpus`` it was made for, and a ``description``; the shipped Hopper files are the
+shapes the shipped H100/H200 results were timed on, kept to re-time those.
 
->>> grid = load_grid("hopper")
->>> grid.name, grid.gpus, len(grid.shapes) > 50
-('hopper', ('h100', 'h200'), True)
->>> [s.key for s in order_shapes([Shape(64, 64, 64, "NT"), Shape(4096, 16, 4096), Shape(256, 256, 256)])]
-['256x256x256/NN', '4096x16x4096/NN', '64x64x64/NT']
+>>> from gemmgen.base.devices import known
+>>> grid = derived_grid(known("rtx3090"))
+>>> grid.name, grid.gpus, len(grid.shapes), grid.ordered
+('derived', ('rtx3090',), 42, True)
 """
 from __future__ import annotations
 
@@ -17,13 +16,13 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
-from ..base.devices import UnknownDevice, resolve_alias
+from ..base.devices import DeviceSpec, UnknownDevice, resolve_alias
 from ..base.paths import data_dir
 from ..base.shape import Shape
+from .shapeset import derived_shapes
 
-LAYOUT_ORDER = ("NN", "NT", "TN", "TT")
 LAYOUT_STEP = 1.0   # distance between layouts of one shape: as far as doubling one dimension
 
 
@@ -39,6 +38,13 @@ class Grid:
     shapes: tuple[Shape, ...]
     gpus: tuple[str, ...] = ()
     source: str = ""
+    ordered: bool = False   # shapes already in value order (a derived grid); a file's are ordered by value
+
+
+def derived_grid(device: DeviceSpec) -> Grid:
+    """The grid ``--grid auto`` (and a search given no shapes) tunes on this GPU: :func:`.shapeset.derived_shapes`."""
+    return Grid("derived", tuple(derived_shapes(device)), (device.key,),
+                f"derived from the {device.name}'s {device.sm_count} SMs", ordered=True)
 
 
 def shipped_grids() -> list[str]:
@@ -102,43 +108,12 @@ def _gpus(data: dict, where: str) -> tuple[str, ...]:
         raise GridError(f"--grid {where!r}: gpus: {e}") from None
 
 
-def grid_for_gpu(gpu: str) -> Grid:
-    """The shipped grid whose ``gpus`` name this GPU (``--grid auto``); any alias or driver name works.
-
-    >>> grid_for_gpu("NVIDIA H200").name
-    'hopper'
-    >>> grid_for_gpu("rtx3090")   # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    gemmgen.tune.grid.GridError: --grid auto: no shipped grid serves the rtx3090; shipped: hopper (h100, h200)...
-    """
-    try:
-        key = resolve_alias(gpu)
-    except UnknownDevice:
-        key = gpu
-    grids = [load_grid(n) for n in shipped_grids()]
-    for grid in grids:
-        if key in grid.gpus:
-            return grid
-    have = "; ".join(f"{g.name} ({', '.join(g.gpus)})" for g in grids) or "none"
-    raise GridError(f"--grid auto: no shipped grid serves the {key}; shipped: {have}; give --grid NAME or FILE")
-
-
-def resolve_grid(text: str, gpu: str | None) -> Grid:
-    """``--grid NAME|FILE``, or ``auto`` for the detected (or ``--gpu``) GPU's shipped grid."""
-    if text == "auto":
-        if gpu is None:
-            raise GridError("--grid auto needs the GPU: give --gpu NAME, or run on the GPU")
-        return grid_for_gpu(gpu)
-    return load_grid(text)
+def resolve_grid(text: str, device: DeviceSpec) -> Grid:
+    """``--grid NAME|FILE``, or ``auto``: the grid derived from the device (:func:`derived_grid`)."""
+    return derived_grid(device) if text == "auto" else load_grid(text)
 
 
 # ---- order and neighbours ---------------------------------------------------------------------
-def order_shapes(shapes: Iterable[Shape]) -> list[Shape]:
-    """NN first, then NT, TN, TT; by size (FLOPs) within a layout, so a shape's smaller neighbours
-    tend to finish before it and can warm-start it."""
-    return sorted(shapes, key=lambda s: (LAYOUT_ORDER.index(s.layout), s.flops, s.M, s.N, s.K))
-
-
 def distance(a: Shape, b: Shape) -> float:
     """Euclidean distance of log2 M, N, K, plus LAYOUT_STEP across layouts.
 

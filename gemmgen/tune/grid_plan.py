@@ -11,16 +11,17 @@ short, so warm starts and timings can use it.
 >>> from gemmgen.tune.grid import Grid
 >>> grid = Grid("demo", (Shape(512, 512, 512), Shape(64, 64, 64)))
 >>> job = GridJob(grid, ("simt", "tf32x3"), known("h100"), f"sqlite:///{tempfile.mkdtemp()}/s.db", trials=20)
->>> [(t.family, t.shape.key) for t in job.tasks()][:3]
-[('simt', '64x64x64/NN'), ('tf32x3', '64x64x64/NN'), ('simt', '512x512x512/NN')]
+>>> [(t.family, t.shape.key) for t in job.tasks()][:3]   # by value: the larger shape of the regime first
+[('simt', '512x512x512/NN'), ('tf32x3', '512x512x512/NN'), ('simt', '64x64x64/NN')]
 >>> job.plan_for(job.tasks()[1]).study, len(job.pending())
-('h100-tf32x3-64x64x64-NN', 4)
+('h100-tf32x3-512x512x512-NN', 4)
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import optuna
 
@@ -28,7 +29,8 @@ from ..base.devices import DeviceSpec
 from ..base.shape import Shape
 from ..kernel.accepts import family_refuses
 from ..kernel.config import KernelConfig
-from .grid import Grid, nearest, order_shapes
+from .grid import Grid, nearest
+from .shapeset import order_by_value
 from .plan import SearchPlan, make_plan
 from .storage import open_storage
 from .studies import study_name
@@ -62,14 +64,26 @@ class GridJob:
     neighbours: int = 4           # finished neighbour studies whose winners warm-start a task
     space: str | None = None      # --space FILE (one family) instead of the shipped space
     study: str | None = None      # --study base name
-    deadline: float | None = None   # time.time() after which no task starts and running ones stop
+    deadline: float | None = None   # clock() after which no task starts and running ones stop (the tuning share)
     options: Mapping[str, Any] = field(default_factory=dict)   # sampler, seed, jobs, lookahead, finalists
+    limit: int | None = None      # tune only the first this many tasks (what the budget affords); None: all
+    timeout: float | None = None  # seconds a task may run at most (--timeout), besides its share of the budget
+    devices: int = 1              # GPUs tuning at once: a task's share of the time left is per GPU
+    clock: Callable[[], float] = time.time   # wall clock of the deadline (tests pass a fake one)
+
+    def shapes(self) -> list[Shape]:
+        """The grid's shapes by value (.shapeset.order_by_value, or a derived grid's own order)."""
+        return list(self.grid.shapes) if self.grid.ordered else order_by_value(self.grid.shapes, self.device)
 
     def tasks(self) -> list[Task]:
-        """Every task in the order the queue hands them out: shapes as grid.order_shapes, each shape's
-        families in the order given, but for a family none of whose kernels computes the shape (skinny)."""
-        return [Task(f, s) for s in order_shapes(self.grid.shapes) for f in self.families
-                if family_refuses(f, s.M, s.N) is None]
+        """Every task in the order the queue hands them out: shapes by value (.shapeset.order_by_value, or a
+        derived grid's own order), each shape's families in the order given, but for a family none of whose
+        kernels computes the shape (skinny)."""
+        return [Task(f, s) for s in self.shapes() for f in self.families if family_refuses(f, s.M, s.N) is None]
+
+    def tuned(self) -> list[Task]:
+        """The tasks this run may tune: the first ``limit`` in order (the rest are only timed)."""
+        return self.tasks()[:self.limit]
 
     def plan_for(self, task: Task, timeout: float | None = None) -> SearchPlan:
         """The task's search plan (study ``<gpu>-<family>-<shape>``, simt ``<gpu>-<shape>``); its presets
@@ -77,7 +91,7 @@ class GridJob:
         return make_plan(task.shape, self.device, trials=self.trials, storage=self.storage, study=self.study,
                          several_shapes=True, space=self.space, family=task.family,
                          several_families=len(self.families) > 1, timeout=timeout, patience=self.patience,
-                         stretch_below=self.stretch_below, presets=False, **dict(self.options))
+                         stretch_below=self.stretch_below, presets=False, clock=self.clock, **dict(self.options))
 
     def study_of(self, task: Task) -> str:
         return study_name(self.device.key, task.shape, self.study, True, task.family, len(self.families) > 1)
@@ -96,9 +110,10 @@ class GridJob:
         state = (self.states() if states is None else states).get(self.study_of(task), {})
         return state.get("done", 0) >= self.trials
 
-    def pending(self) -> list[Task]:
-        states = self.states()
-        return [t for t in self.tasks() if not self.done(t, states)]
+    def pending(self, states: Mapping[str, dict] | None = None) -> list[Task]:
+        """The tasks to tune that have not finished this budget of trials, in order."""
+        states = self.states() if states is None else states
+        return [t for t in self.tuned() if not self.done(t, states)]
 
     def winners(self, states: Mapping[str, dict] | None = None) -> dict[Task, dict]:
         """The recorded winner (``grid`` attr) of every task that has one, in task order."""

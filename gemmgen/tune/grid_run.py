@@ -17,25 +17,26 @@ so a rerun skips the finished task and the tasks after it find its winner.
 ...               options={"sampler": "random"})
 >>> done = run_grid(job, TuneShape(job, measure_for), [0], mode="inline")
 >>> [(d.item.shape.key, d.result["stopped"], d.result["measured"]) for d in done]
-[('256x256x256/NN', 'budget', 16), ('512x512x512/NN', 'budget', 16)]
->>> [s.key for s, winner in job.neighbours_of(Task("simt", Shape(512, 512, 512)))]   # warm-started it
-['256x256x256/NN']
+[('512x512x512/NN', 'budget', 16), ('256x256x256/NN', 'budget', 16)]
+>>> [s.key for s, winner in job.neighbours_of(Task("simt", Shape(256, 256, 256)))]   # warm-started it
+['512x512x512/NN']
 >>> job.pending()
 []
 """
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
 import optuna
 
 from ..base.shape import Shape  # noqa: F401  (the example's)
+from .budget import task_timeout
 from .driver import run_search, setup_study
 from .grid_plan import GridJob, Task, record_state
 from .plan import MeasureFor, Prepare, Retime
 from .pool import Done, run_on_devices
+from .trial_stats import Progress
 from .warm import enqueue_warm
 
 
@@ -48,22 +49,47 @@ class TuneShape:
     measure_for: MeasureFor
     prepare: Prepare | None = None
     retime_for: Callable[[int], Retime] | None = None   # device -> retime of the finalists on it
+    keep: Callable[[Task, Progress], None] | None = None   # called with each new best, as soon as it is measured
 
     def __call__(self, device: int, task: Task) -> dict:
         optuna.logging.set_verbosity(optuna.logging.WARNING)   # a worker process's own: the parent prints a line
         job = self.job
-        left = None if job.deadline is None else job.deadline - time.time()
-        if left is not None and left <= 0:
-            return {"skipped": "the grid's --timeout had passed", "family": task.family, "shape": task.shape.key}
         states = job.states()
-        plan = job.plan_for(task, timeout=left)
+        timeout = self._timeout(task, states)
+        if timeout is not None and timeout <= 0:
+            return {"skipped": "the budget's tuning share had passed", "family": task.family, "shape": task.shape.key}
+        plan = job.plan_for(task, timeout=timeout)
         study = setup_study(plan)
         warm = enqueue_warm(study, plan, job.neighbours_of(task, states))
         retime = self.retime_for(device) if self.retime_for else None
-        result = run_search(plan, self.measure_for, prepare=self.prepare, retime=retime, devices=[device])
+        result = run_search(plan, self.measure_for, prepare=self.prepare, retime=retime, devices=[device],
+                            observer=_NewBest(task, self.keep) if self.keep else None)
         state = record_state(plan, result, finished=result.stopped != "timeout")
         return {**state, "study": plan.study, "family": task.family, "shape": task.shape.key,
                 "enqueued": len(warm), "counts": asdict(result.counts)}
+
+
+    def _timeout(self, task: Task, states: dict) -> float | None:
+        """The task's seconds: its share of the tuning time left (:func:`.budget.task_timeout`), at most
+        ``job.timeout``; None without either."""
+        job, share = self.job, None
+        if job.deadline is not None:
+            left = [t for t in job.pending(states) if t != task]
+            share = task_timeout(job.deadline - job.clock(), len(left) + 1, job.devices)
+        limits = [x for x in (share, job.timeout) if x is not None]
+        return min(limits) if limits else None
+
+
+class _NewBest:
+    """An observer of a task's search that hands each new best (by name) to ``keep`` at once."""
+
+    def __init__(self, task: Task, keep: Callable[[Task, Progress], None]):
+        self.task, self.keep, self.best = task, keep, ""
+
+    def __call__(self, progress: Progress) -> None:
+        if progress.best_config and progress.best_name != self.best:
+            self.best = progress.best_name
+            self.keep(self.task, progress)
 
 
 def run_grid(job: GridJob, work: TuneShape, devices: Sequence[int], *, mode: str = "process",

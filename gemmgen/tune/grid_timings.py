@@ -45,13 +45,13 @@ def timing_batches(configs: Iterable[KernelConfig], shapes: Sequence[Shape], dev
                    skip: Collection[tuple[str, str]] = (), size: int = BATCH,
                    only: Mapping[str, Collection[str]] | None = None) -> list[Batch]:
     """Every (kernel, shape) pair to time, moved to the shape's layout, without the pairs in ``skip``
-    ((kernel name, shape key): timed already) and those that do not run; the biggest shapes first, so
-    the last batches to finish are short ones. ``only`` (shape key -> kernel names in the shape's
+    ((kernel name, shape key): timed already) and those that do not run; in the order of ``shapes`` (by
+    value: a stage stopped by the budget has timed some of every regime). ``only`` (shape key -> kernel names in the shape's
     layout) keeps just those names on the shapes it holds."""
     configs = list({c.name: c for c in configs}.values())
     batches = []
     moved = {lay: in_layout(configs, lay, device) for lay in {s.layout for s in shapes}}   # warm.transfer, per layout
-    for shape in sorted(shapes, key=lambda s: -s.flops):
+    for shape in shapes:
         wanted = only.get(shape.key) if only is not None else None
         here: dict[str, KernelConfig] = {}
         for config in moved[shape.layout]:

@@ -11,6 +11,7 @@ named (see :mod:`.driver`; :mod:`.gpu` has the GPU-backed ones).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -58,6 +59,7 @@ class SearchPlan:
     patience: int = 0             # stop after this many sampled trials without a 1% gain (0: never); stopping.py
     stretch_below: float = 0.0    # budget x stretch while the best is below this ratio to cuBLAS (0: never)
     stretch: float = 2.0
+    clock: Callable[[], float] = time.monotonic   # what ``timeout`` is measured on (tests pass a fake clock)
 
 
 def make_plan(shape: Shape, device: DeviceSpec | str, *, trials: int = 100, storage: str | None = None,

@@ -63,7 +63,7 @@ class TrialRunner:
     # ---- main loop ----------------------------------------------------------------------
     def run(self) -> str:
         """Work until done; returns why it stopped: budget, plateau, timeout, exhausted or stuck."""
-        self.started = self.swept = time.monotonic()
+        self.started, self.swept = self.plan.clock(), time.monotonic()
         fail_dead_trials(self.study)
         # one GPU thread builds the measure function and makes every call: CUDA's current device is
         # per thread, and sampling (database round trips) overlaps the measurement it waits for
@@ -130,7 +130,7 @@ class TrialRunner:
         if time.monotonic() - self.swept > (plan.heartbeat or 30):   # other workers may have died
             self.swept = time.monotonic()
             fail_dead_trials(self.study)
-        if plan.timeout is not None and time.monotonic() - self.started > plan.timeout:
+        if plan.timeout is not None and plan.clock() - self.started > plan.timeout:
             return "timeout"
         reason = stop_reason(plan, trials, len(self.pending) + (self.running is not None), self.since)
         if reason:   # budget (stretched while short of cuBLAS, if the plan says so) or plateau

@@ -253,7 +253,7 @@ def sample_valid(n: int, arch: str = "sm_90", seed: int = 0, layout: str = "NN",
     """
     space = space or load_space(family, arch)
     rng, found = random.Random(seed), {}
-    for _ in range(max(1000, 2000 * n)):   # about a third of draws are valid; this bound is generous
+    for _ in range(max(1000, 2000 * n)):   # most draws are valid (draws.invalid_draws); this bound is generous
         config = space.sample(_RandomTrial(rng), layout)
         if config.name not in found and not explain(config, arch):
             found[config.name] = config

@@ -88,6 +88,7 @@ class Progress:
     best_tflops: float = 0.0
     best_ratio: float = 0.0    # cuBLAS time / kernel time; 1.0 = as fast as cuBLAS
     best_name: str = ""
+    best_config: dict | None = None   # the best trial's KernelConfig.to_dict()
 
     @property
     def failures(self) -> int:
@@ -110,7 +111,7 @@ def progress(study: optuna.Study, budget: int) -> Progress:
         return Progress(tally.measured, budget, tally)
     t = top[0]
     ratio, name = t.user_attrs.get("ratio", 0.0), t.user_attrs.get("name", "")
-    return Progress(tally.measured, budget, tally, t.value, ratio, name)
+    return Progress(tally.measured, budget, tally, t.value, ratio, name, t.user_attrs.get("config"))
 
 
 def top_trials(study: optuna.Study, top: int = 5, trials: list[FrozenTrial] | None = None
