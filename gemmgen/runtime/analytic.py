@@ -109,11 +109,13 @@ class Analytic:
     factor: float = 1.0
     base: float = BASE_MS
     points: tuple = ()
+    margin: float = 1.0              # > 1 where it competes with timed kernels: a model is not a measurement
 
     @classmethod
-    def make(cls, config: KernelConfig, spec: DeviceSpec, coefficients: Mapping[str, Sequence[float]]) -> "Analytic":
+    def make(cls, config: KernelConfig, spec: DeviceSpec, coefficients: Mapping[str, Sequence[float]],
+             margin: float = 1.0) -> "Analytic":
         """``config``'s model on ``spec`` with its kind's coefficients."""
-        return cls(config, spec, tuple(coefficients[kind(config)]), max_resident(config, spec))
+        return cls(config, spec, tuple(coefficients[kind(config)]), max_resident(config, spec), margin=margin)
 
     def fitted(self, s: Shape) -> float:
         """The model's time (ms) on shape ``s``, rows aligned."""
@@ -125,7 +127,7 @@ class Analytic:
         """Predicted time (ms) on ``s``: :meth:`fitted`, the share above the launch base slowed by the
         unaligned-rows factor (:func:`.predict.unaligned_factor`) and by ``factor`` (another layout)."""
         ms = self.fitted(Shape(s.M, s.N, s.K))
-        slow = (1.0 if is_aligned else unaligned_factor(self.config)) * self.factor
+        slow = (1.0 if is_aligned else unaligned_factor(self.config)) * self.factor * self.margin
         return self.base + (ms - self.base) * slow
 
     def serving(self, layout: str, factor: float) -> "Analytic":

@@ -149,8 +149,12 @@ class KernelLibrary:
             fits = self._fits.get(precision)
             if fits is None:   # nothing of the class stored for this GPU: the built-in kernels' analytic models
                 timed = self.timings.of_precision(precision)
-                fits = self._fits[precision] = (fit_all(timed, self.spec) if timed else [] if self.classes.get(precision) or self.strict
-                                                else builtin_fits(self.spec, precision))
+                if timed:   # the built-in kernels it did not time compete too, behind a margin
+                    fits = fit_all(timed, self.spec) + ([] if self.strict else
+                                                        builtin_fits(self.spec, precision, timed=(k.config.name for k in timed)))
+                else:
+                    fits = [] if self.classes.get(precision) or self.strict else builtin_fits(self.spec, precision)
+                self._fits[precision] = fits
             self._fits[key] = candidates(fits, layout, self.spec, family, layout_factors(fits))
         return self._fits[key]
 
