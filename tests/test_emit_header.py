@@ -165,3 +165,15 @@ def test_the_header_build_line_builds_the_kernel(capsys, tmp_path, name, harness
     assert done.returncode == 0, done.stderr
     assert (tmp_path / ("KERNEL" if harness else "KERNEL.cubin")).stat().st_size > 0
     assert "warning" not in done.stderr.lower(), done.stderr   # e.g. #177: a variable declared but never used
+
+
+def test_an_exported_winner_names_its_own_file(tmp_path):
+    from gemmgen.records import Entry, record
+    from gemmgen.records.export import export
+
+    cfg = preset("v10")
+    record({"name": "Example GPU", "cc": "9.0"}, [Entry.new("1024x1024x1024", cfg, 9.0, 10.0, 5, arch="sm_90")],
+           tmp_path / "results")
+    cu, manifest = export("Example GPU", "1024x1024x1024", tmp_path / "out", tmp_path / "results")
+    assert build_line(cu.read_text()) == f"nvcc -cubin -O3 -std=c++17 -arch=sm_90 {cfg.name}.cu -o {cfg.name}.cubin"
+    assert json.loads(manifest.read_text())["source_matches"]     # the file's name is not part of the digest
