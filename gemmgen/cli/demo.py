@@ -41,8 +41,9 @@ COLUMNS = ("shape", "layout", "cuBLAS TFLOP/s", "gemmgen TFLOP/s", "speedup", "e
 # ---- on a GPU: matmul against cuBLAS ------------------------------------------------------------------
 def measure(shape: Shape, rep_ms: float = 100.0, seed: int = 0) -> dict:
     """gemmgen.matmul and cuBLAS SGEMM on the same random operands: TFLOP/s (median of interleaved runs,
-    L2 flushed before each), speedup, and each one's relative Frobenius error against float64, with the
-    bound gemmgen's gate holds kernels to for cuBLAS's error (:func:`gemmgen.measure.gate.allowed`)."""
+    L2 flushed before each), speedup, and each one's error against float64: relative Frobenius (what
+    the table shows, held to the bound gemmgen's gate sets for cuBLAS's error,
+    :func:`gemmgen.measure.gate.allowed`) and the largest element's (:func:`max_error`)."""
     import cupy
 
     import gemmgen
@@ -60,13 +61,23 @@ def measure(shape: Shape, rep_ms: float = 100.0, seed: int = 0) -> dict:
     run_cb()
     ref = p.reference64(1.0, 0.0, None)
     err_gg, err_cb = rel_error(c_gg, ref), rel_error(c_cb, ref)
+    max_gg, max_cb = max_error(c_gg, ref), max_error(c_cb, ref)
     del ref
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(detect(cupy.cuda.Device().id).l2_bytes), rep_ms=rep_ms)
     bound = allowed("fp32", err_cb)
     return {"shape": f"{shape.M}x{shape.N}x{shape.K}", "layout": shape.layout,
             "gemmgen_tflops": shape.flops / t_gg.median / 1e9, "cublas_tflops": shape.flops / t_cb.median / 1e9,
             "speedup": t_cb.median / t_gg.median, "gemmgen_ms": t_gg.median, "cublas_ms": t_cb.median,
-            "err_gemmgen": err_gg, "err_cublas": err_cb, "bound": bound, "ok": err_gg <= bound}
+            "err_gemmgen": err_gg, "err_cublas": err_cb, "bound": bound, "ok": err_gg <= bound,
+            "max_err_gemmgen": max_gg, "max_err_cublas": max_cb}
+
+
+def max_error(out, ref) -> float:
+    """The largest element's error, relative to the largest element of ``ref``: max|out - ref| / max|ref|
+    (NaN where ``out`` holds a NaN)."""
+    import cupy
+
+    return float(cupy.max(cupy.abs(out.astype(cupy.float64) - ref)) / cupy.max(cupy.abs(ref)))
 
 
 def table(rows: list[dict]) -> str:
@@ -90,7 +101,11 @@ def on_gpu(shapes: list[Shape], rep_ms: float, progress: Callable[[str], None]) 
         for shape in shapes:
             progress(f"timing {shape.key} (the first call of a kind compiles its kernel) ...")
             rows.append(measure(shape, rep_ms))
-    notes = sorted({str(w.message) for w in caught})
+    ours = [w for w in caught if str(w.message).startswith("gemmgen")]
+    for w in caught:   # others' warnings are shown as they would have been
+        if w not in ours:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    notes = sorted({str(w.message) for w in ours})
     return {"gpu": {"name": spec.name, "arch": spec.arch, "sm_count": spec.sm_count}, "rows": rows, "notes": notes}
 
 

@@ -21,6 +21,7 @@ def test_demo_json_rows_are_accurate_and_timed(capsys):
     assert [f"{r['shape']}/{r['layout']}" for r in found["rows"]] == [s if "/" in s else f"{s}/NN" for s in SHAPES]
     for r in found["rows"]:
         assert r["ok"] and r["err_gemmgen"] <= r["bound"] <= 1e-5 and 0 < r["err_cublas"] <= 1e-5, r
+        assert 0 < r["max_err_gemmgen"] < 1e-4 and 0 < r["max_err_cublas"] < 1e-4, r   # NaN fails too
         assert all(math.isfinite(r[k]) and r[k] > 0 for k in ("gemmgen_tflops", "cublas_tflops", "speedup")), r
         assert r["speedup"] == pytest.approx(r["gemmgen_tflops"] / r["cublas_tflops"], rel=1e-9)
 
