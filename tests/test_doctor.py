@@ -146,3 +146,18 @@ def test_the_report_closes_with_what_is_missing():
     found = [Finding("nvcc", OK, "/usr/bin/nvcc"), Finding("GPU", MISSING, "none", "install the driver")]
     report = text(found)
     assert "  fix: install the driver" in report and "missing: GPU" in report and "gemmgen demo" in report
+
+
+def test_the_results_file_of_a_gpu_is_named_with_its_folder(tmp_path, monkeypatch):
+    from gemmgen.cli.doctor_hardware import check_results
+    from gemmgen.records import Entry, record
+    from gemmgen.kernel.presets import preset
+
+    monkeypatch.setenv("GEMMGEN_RESULTS", str(tmp_path))
+    record({"name": "Example GPU", "cc": "9.0"}, [Entry.new("256x256x256", preset("v6"), 1.0, 2.0, 3, arch="sm_90")],
+           tmp_path)
+    (have,) = check_results([{"index": 0, "name": "Example GPU", "table": None}])
+    assert have.status == OK and have.found == f"user: {tmp_path / 'example-gpu.json'}"
+    (lack,) = check_results([{"index": 1, "name": "Other GPU", "table": None}])
+    assert lack.status == MISSING and "no tuned kernels for Other GPU" in lack.found
+    assert lack.fix == "gemmgen search --gpu 'Other GPU' --trials 200"

@@ -135,18 +135,20 @@ def _cupy_sees_gpu(distribution: str | None) -> list[Finding]:
 def check_results(gpus: list[dict]) -> list[Finding]:
     """Which results file serves each GPU (shipped, or the user's folder), else what has results."""
     from ..records.lookup import result_dirs
-    from ..records.store import slug
+    from ..records.store import shipped_dir, slug
 
-    folders = result_dirs()
+    folders, shipped = result_dirs(), shipped_dir()
+    kind = lambda folder: "shipped" if shipped is not None and folder == shipped else "user"
     if not gpus:
         files = sorted({p.stem for d in folders if d.is_dir() for p in d.glob("*.json")})
         return [Finding("results", INFO, f"no GPU to match; results files for: {', '.join(files) or 'none'} "
                         f"(in {', '.join(map(str, folders))})")]
     out = []
     for gpu in gpus:
-        files = [str(p) for d in folders if (p := d / f"{slug(gpu['name'])}.json").is_file()]
+        files = [(kind(d), str(p)) for d in folders if (p := d / f"{slug(gpu['name'])}.json").is_file()]
         if files:
-            out.append(Finding(f"results GPU {gpu['index']}", OK, " and ".join(files), details={"files": files}))
+            out.append(Finding(f"results GPU {gpu['index']}", OK, " and ".join(f"{k}: {p}" for k, p in files),
+                               details={"files": dict(files)}))
         else:
             out.append(Finding(f"results GPU {gpu['index']}", MISSING,
                                f"no tuned kernels for {gpu['name']} ({slug(gpu['name'])}.json): matmul runs the presets",

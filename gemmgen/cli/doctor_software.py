@@ -138,8 +138,8 @@ def check_nvrtc(distribution: str | None) -> list[Finding]:
 
         version = "{}.{}".format(*nvrtc.getVersion())
     except Exception as err:   # ImportError, or CuPy's error that it cannot load libnvrtc
-        return [Finding("NVRTC", MISSING, f"CuPy cannot load it: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
-                        reinstall(distribution, "nvidia-cuda-nvrtc"))]
+        why = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return [Finding("NVRTC", MISSING, f"CuPy cannot load it: {why}", reinstall(distribution, "nvidia-cuda-nvrtc"))]
     path = loaded_from("libnvrtc.so")
     return [Finding("NVRTC", OK, f"{version} from {path or 'an unknown file'}", details={"version": version, "path": path})]
 
@@ -181,8 +181,10 @@ def check_cublas(distribution: str | None) -> list[Finding]:
 
 
 def _harness_cublas(distribution: str | None) -> list[Finding]:
-    from ..build.nvcc import ToolkitMissing, cublas_flags
+    from ..build.nvcc import ToolkitMissing, cublas_flags, have_nvcc
 
+    if not have_nvcc():
+        return [Finding("cuBLAS headers", INFO, "not checked: --harness programs are built with nvcc, which is missing")]
     try:
         flags = cublas_flags()
     except ToolkitMissing as err:
