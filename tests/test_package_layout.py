@@ -30,8 +30,11 @@ MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def stage_of(module: str) -> str:
-    """The stage folder a module lives in ("gemmgen" for the package's __init__)."""
+    """The stage folder a module lives in ("gemmgen" for the package's __init__; "cli" for its
+    __main__, which is `python -m gemmgen`: the command line)."""
     parts = module.split(".")
+    if parts[1:] == ["__main__"]:
+        return "cli"
     return parts[1] if len(parts) > 1 else parts[0]
 
 

@@ -35,3 +35,13 @@ def test_every_preset_has_a_row():
         row = next((ln for ln in README.splitlines() if ln.startswith(f"| {name} |")), None)
         assert row, f"README has no row for {name}"
         assert describe(name).replace("__shfl_sync", "`__shfl_sync`") in row
+
+
+def test_readme_opens_with_a_users_install_then_one_command_then_the_developers():
+    from gemmgen.cli import COMMANDS
+
+    blocks = [b.strip() for b in README.split("\n\n") if b.startswith("    ")]
+    assert blocks[:2] == ['pip install "gemmgen[cuda13]"', 'pip install "gemmgen[cuda12]"']
+    first = blocks[2].split()
+    assert first[0] == "gemmgen" and first[1] in COMMANDS, blocks[2]
+    assert blocks[3].splitlines()[0].startswith("python -m pip install -e ")   # the developers' install, after

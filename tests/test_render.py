@@ -123,8 +123,8 @@ def test_harness_is_appended_only_when_asked():
     plain, full = emit(preset("v8"), "sm_90"), emit(preset("v8"), "sm_90", harness=True)
     assert "int main(" not in plain
     build = lambda code: next(line for line in code.splitlines() if line.startswith("// Build: "))
-    assert build(plain) == "// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin"
-    assert build(full) == "// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k"   # a program
+    assert build(plain) == "// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 KERNEL.cu -o KERNEL.cubin"
+    assert build(full) == "// Build: nvcc -O3 -std=c++17 -arch=sm_90 KERNEL.cu -lcublas -o KERNEL"   # a program
     assert full.replace(build(full), build(plain)).startswith(plain) and "int main(int argc, char** argv)" in full
     assert "cublasSgemm" in full and "cudaEventElapsedTime" in full
 

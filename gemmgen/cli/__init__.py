@@ -42,8 +42,10 @@ class Parser(argparse.ArgumentParser):
 
 
 EPILOG = """examples:
+  gemmgen demo                                     matmul against cuBLAS on this GPU (without one: emit and build a kernel)
+  gemmgen doctor                                   what gemmgen found here (nvcc, CuPy, driver, GPU) and what is missing
   gemmgen presets                                  list the built-in kernels v0..v13
-  gemmgen emit --preset v8 > k.cu                  CUDA source of preset v8
+  gemmgen emit --preset v8 > v8.cu                 CUDA source of preset v8 (its "Build:" line builds v8.cu)
   gemmgen emit --preset v8 --harness -o k.cu       ... with a main() that checks it against cuBLAS
   gemmgen explain --preset v12 --arch rtx3090      what a kernel does and whether it fits a GPU
 
@@ -97,8 +99,8 @@ def one_line(err: BaseException) -> str:
 
 
 def _register_builtin() -> None:
-    from . import bench, emit, explain, presets, results, search
-    for module in (emit, presets, explain, bench, search, results):
+    from . import bench, demo, doctor, emit, explain, presets, results, search
+    for module in (demo, doctor, emit, presets, explain, bench, search, results):
         register(module.COMMAND)
     register(search.REPORT)
 

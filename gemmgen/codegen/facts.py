@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from ..kernel.config import EPILOGUE_LD, HALF, KernelConfig
 from ..kernel.rules.registers import tma_partials, tma_registers
 from . import smem
-from .build_line import build_line
+from .build_line import PLACEHOLDER, build_line, run_command
 
 TMA_TYPES = {"f32": "FLOAT32", "tf32": "TFLOAT32", "f16": "FLOAT16", "bf16": "BFLOAT16"}   # cuda.h's names
 DTYPE_WORDS = {"f16": "fp16 (IEEE binary16)", "bf16": "bf16 (bfloat16)"}   # the header's name of a 16-bit input
@@ -27,12 +27,14 @@ _VEC_TYPES = {1: "unsigned short", 2: "unsigned", 4: "uint2", 8: "uint4"}   # VE
 RAGGED_MAX_SUMS = 80   # a consumer thread's accumulators, at most, for the separate ragged last stage
 
 
-def facts(c: KernelConfig, command: str, arch: str, harness: bool = False) -> SimpleNamespace:
+def facts(c: KernelConfig, command: str, arch: str, harness: bool = False, file: str = PLACEHOLDER) -> SimpleNamespace:
     """Everything the family's template reads from ``g``; ``arch`` is what the source is built for
-    (the config's target: sm_90a for wgmma), ``harness`` whether it is a whole program."""
+    (the config's target: sm_90a for wgmma), ``harness`` whether it is a whole program, ``file``
+    where it is written (its build line names it)."""
     g = SimpleNamespace(
         command=command,
-        build=build_line(arch, harness),
+        build=build_line(arch, harness, file),
+        run=run_command(file),
         accepts=accepts_text(c),
         launch_lines=launch_lines(c),
         config_lines=config_lines(c),

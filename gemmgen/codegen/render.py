@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import jinja2
@@ -23,6 +23,7 @@ import jinja2
 from ..base.paths import data_dir
 from ..kernel.config import KernelConfig
 from ..kernel.rules import DeviceLike, as_device, validate
+from .build_line import PLACEHOLDER
 from .facts import facts
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
@@ -34,10 +35,15 @@ TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "
 
 @dataclass(frozen=True)
 class KernelSource:
-    """Rendered CUDA source of one config, with the kernels to launch in order."""
+    """Rendered CUDA source of one config, with the kernels to launch in order.
+
+    ``unnamed`` is the same source rendered for no particular file (its build line names
+    :data:`~.build_line.PLACEHOLDER`), kept where ``code`` names a file; '' where ``code`` is that.
+    """
 
     config: KernelConfig
     code: str
+    unnamed: str = field(default="", repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -45,8 +51,9 @@ class KernelSource:
 
     @property
     def digest(self) -> str:
-        """SHA-256 of the source: part of every cache and results key."""
-        return hashlib.sha256(self.code.encode()).hexdigest()
+        """SHA-256 of the source as rendered for no particular file: part of every cache and results
+        key, and the same for a copy whose build line names the file it was written to."""
+        return hashlib.sha256((self.unnamed or self.code).encode()).hexdigest()
 
     @property
     def kernel_names(self) -> tuple[str, ...]:
@@ -67,38 +74,54 @@ def environment() -> jinja2.Environment:
     )
 
 
-def emit(config: KernelConfig, target: DeviceLike, command: str | None = None, harness: bool = False) -> str:
+def emit(config: KernelConfig, target: DeviceLike, command: str | None = None, harness: bool = False,
+         file: str = PLACEHOLDER) -> str:
     """CUDA source of a config, validated for ``target`` (a DeviceSpec, GPU name or sm_XX).
 
     ``command`` is written into the header; ``harness`` appends a main() that checks the kernel
-    against cuBLAS and times it (the header's ``// Build:`` line is the nvcc command that builds it).
+    against cuBLAS and times it; ``file`` is where the source will be written: the header's
+    ``// Build:`` line is the nvcc command that builds it there.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> "// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_86 v8.cu -o v8.cubin" in emit(preset("v8"), "sm_86", file="v8.cu")
+    True
     """
-    return render(config, target, command, harness).code
+    return render(config, target, command, harness, file).code
 
 
 def render(config: KernelConfig, target: DeviceLike, command: str | None = None,
-           harness: bool = False) -> KernelSource:
+           harness: bool = False, file: str = PLACEHOLDER) -> KernelSource:
     """Validate the config for ``target``, then render it (raises InvalidConfig listing every violated rule)."""
     validate(config, target)
-    return render_validated(config, as_device(target).arch, command, harness)
+    return render_validated(config, as_device(target).arch, command, harness, file)
 
 
 def render_validated(config: KernelConfig, arch: str, command: str | None = None,
-                     harness: bool = False) -> KernelSource:
+                     harness: bool = False, file: str = PLACEHOLDER) -> KernelSource:
     """Render a config its caller has validated against the target it will run on, a GPU of ``arch``
-    (sm_XX; the header's build line names the config's target of it, sm_90a for wgmma).
+    (sm_XX; the header's build line names the config's target of it, sm_90a for wgmma, and ``file``).
 
     >>> from gemmgen.kernel.presets import preset
     >>> render_validated(preset("v12"), "sm_90").kernel_names[0].endswith("_scale")
     True
+    >>> render_validated(preset("v8"), "sm_90", file="v8.cu").digest == render_validated(preset("v8"), "sm_90").digest
+    True
     """
-    g = facts(config, command or f"gemmgen emit --config <json of {config.name}>", config.target_arch(arch), harness)
+    command = command or f"gemmgen emit --config <json of {config.name}>"
+    code = _code(config, config.target_arch(arch), command, harness, file)
+    if file == PLACEHOLDER:
+        return KernelSource(config, code)
+    return KernelSource(config, code, _code(config, config.target_arch(arch), command, harness, PLACEHOLDER))
+
+
+def _code(config: KernelConfig, arch: str, command: str, harness: bool, file: str) -> str:
+    g = facts(config, command, arch, harness, file)
     env = environment()
     template = TMA_TEMPLATE if config.tma else WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
     code = env.get_template(template).render(c=config, g=g)
     if harness:
         code += env.get_template("harness.cu.j2").render(c=config, g=g)
-    return KernelSource(config, _BLANK_RUNS.sub("\n\n", code))
+    return _BLANK_RUNS.sub("\n\n", code)
 
 
 # Optional parts (split-K helpers, checks) that render empty leave runs of blank lines: one is kept.

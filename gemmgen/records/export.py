@@ -38,7 +38,7 @@ def export(device: str | Mapping, shape_key: str, out_dir: str | os.PathLike,
     """
     dev = load_device(device, results, missing_ok=False)
     entry = _entry(dev, shape_key)
-    source = render(entry.kernel_config, _target(dev.device))
+    source = render(entry.kernel_config, _target(dev.device), file=f"{entry.name}.cu")   # its build line names the file
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cu, manifest = out / f"{entry.name}.cu", out / f"{entry.name}.json"

@@ -17,7 +17,7 @@
 //    "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": false, "raster": 1, "reduce": "atomic",
 //    "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 4}
 //
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 KERNEL.cu -lcublas -o KERNEL
 // Produced by: gemmgen emit golden v6_harness
 // =====================================================================================================
 
@@ -235,11 +235,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_simt_nn_b128x128x8_w
 
 // =====================================================================================================
 // Test harness (gemmgen emit --harness): checks gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r1_s1r_flds_k1_chk against cuBLAS and times both.
-//   build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
+//   build: nvcc -O3 -std=c++17 -arch=sm_90 KERNEL.cu -lcublas -o KERNEL
 //          A CUDA toolkit without cuBLAS: use NVIDIA's wheel (in gemmgen[cuda13]; CUDA 12: nvidia-cublas-cu12,
 //          nvidia.cublas and libcublas.so.12), CUBLAS=$(python -c "import nvidia.cu13; print(nvidia.cu13.__path__[0])"),
 //          and in place of -lcublas: -I$CUBLAS/include -L$CUBLAS/lib -l:libcublas.so.13 -Xlinker=-rpath,$CUBLAS/lib
-//   run:   ./k M N K [alpha [beta]]                         (defaults: 4096 4096 4096 1 0)
+//   run:   ./KERNEL M N K [alpha [beta]]   (defaults: 4096 4096 4096 1 0)
 // It fills A and B with random non-zero values and runs two checks against cublasSgemm:
 //   1. beta = 0 with C filled with NaN first: a kernel that reads C when beta == 0, or leaves an
 //      element unwritten, shows up as NaN;
@@ -247,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_simt_nn_b128x128x8_w
 // Each must have a relative Frobenius error ||C - C_cublas|| / ||C_cublas|| <= 1e-5. Then both are
 // timed with CUDA events (warm-up, L2 flushed before each run, median).
 // Exit status: 0 correct, 1 wrong result, 2 bad arguments or a shape the kernel does not accept,
-// 3 a CUDA or cuBLAS error.
+// 3 a CUDA or cuBLAS error, or no CUDA GPU or driver on this machine.
 // =====================================================================================================
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -466,6 +466,18 @@ int main(int argc, char** argv) {
     if (const char* why = rejects(p)) {
         fprintf(stderr, "gg_simt_nn_b128x128x8_w16x128i1x1_t8x8_v4_akp4s1_bp0s1_r1_s1r_flds_k1_chk does not accept %dx%dx%d: %s\n", p.M, p.N, p.K, why);
         return 2;
+    }
+    // The first CUDA call says whether there is a GPU at all; without a driver the runtime's own words
+    // ("driver version is insufficient for CUDA runtime version") do not say that.
+    int count = 0;
+    const cudaError_t found = cudaGetDeviceCount(&count);
+    if (found != cudaSuccess || count == 0) {
+        const char* why = found == cudaErrorInsufficientDriver
+                              ? "the NVIDIA driver is missing, or older than the CUDA this program was built with"
+                              : found == cudaErrorNoDevice || found == cudaSuccess ? "the driver sees no device"
+                                                                                   : cudaGetErrorString(found);
+        fprintf(stderr, "no CUDA GPU/driver found: %s (%s)\n", why, cudaGetErrorName(found));
+        return 3;
     }
     int dev = 0, l2 = 0, optin = 0;
     GG_CHECK(cudaGetDevice(&dev));

@@ -17,7 +17,7 @@
 //    "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": false, "raster": 8, "reduce": "atomic",
 //    "split_k": 1, "stages": 2, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 4}
 //
-// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 KERNEL.cu -o KERNEL.cubin
 // Produced by: gemmgen emit golden v8
 // =====================================================================================================
 

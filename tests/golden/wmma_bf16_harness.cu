@@ -17,7 +17,7 @@
 //    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
 //    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 8}
 //
-// Build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
+// Build: nvcc -O3 -std=c++17 -arch=sm_90 KERNEL.cu -lcublas -o KERNEL
 // Produced by: gemmgen emit golden wmma_bf16_harness
 // =====================================================================================================
 
@@ -355,11 +355,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_nn_b128x256x32_
 
 // =====================================================================================================
 // Test harness (gemmgen emit --harness): checks gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16 against cuBLAS and times both.
-//   build: nvcc -O3 -std=c++17 -arch=sm_90 k.cu -lcublas -o k
+//   build: nvcc -O3 -std=c++17 -arch=sm_90 KERNEL.cu -lcublas -o KERNEL
 //          A CUDA toolkit without cuBLAS: use NVIDIA's wheel (in gemmgen[cuda13]; CUDA 12: nvidia-cublas-cu12,
 //          nvidia.cublas and libcublas.so.12), CUBLAS=$(python -c "import nvidia.cu13; print(nvidia.cu13.__path__[0])"),
 //          and in place of -lcublas: -I$CUBLAS/include -L$CUBLAS/lib -l:libcublas.so.13 -Xlinker=-rpath,$CUBLAS/lib
-//   run:   ./k M N K [alpha [beta]]                         (defaults: 4096 4096 4096 1 0)
+//   run:   ./KERNEL M N K [alpha [beta]]   (defaults: 4096 4096 4096 1 0)
 // It fills A and B with random non-zero bf16 values and runs two checks against cublasGemmEx
 // (CUDA_R_16BF A and B, CUDA_R_32F C, CUBLAS_COMPUTE_32F: the same products, fp32 accumulation):
 //   1. beta = 0 with C filled with NaN first: a kernel that reads C when beta == 0, or leaves an
@@ -368,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) gg_wmma_nn_b128x256x32_
 // Each must have a relative Frobenius error ||C - C_cublas|| / ||C_cublas|| <= 1e-4. Then both are
 // timed with CUDA events (warm-up, L2 flushed before each run, median).
 // Exit status: 0 correct, 1 wrong result, 2 bad arguments or a shape the kernel does not accept,
-// 3 a CUDA or cuBLAS error.
+// 3 a CUDA or cuBLAS error, or no CUDA GPU or driver on this machine.
 // =====================================================================================================
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -604,6 +604,18 @@ int main(int argc, char** argv) {
     if (const char* why = rejects(p)) {
         fprintf(stderr, "gg_wmma_nn_b128x256x32_w64x64_v8_ap8s1_bp8s1_r8_s3c_k1_chk_bf16 does not accept %dx%dx%d: %s\n", p.M, p.N, p.K, why);
         return 2;
+    }
+    // The first CUDA call says whether there is a GPU at all; without a driver the runtime's own words
+    // ("driver version is insufficient for CUDA runtime version") do not say that.
+    int count = 0;
+    const cudaError_t found = cudaGetDeviceCount(&count);
+    if (found != cudaSuccess || count == 0) {
+        const char* why = found == cudaErrorInsufficientDriver
+                              ? "the NVIDIA driver is missing, or older than the CUDA this program was built with"
+                              : found == cudaErrorNoDevice || found == cudaSuccess ? "the driver sees no device"
+                                                                                   : cudaGetErrorString(found);
+        fprintf(stderr, "no CUDA GPU/driver found: %s (%s)\n", why, cudaGetErrorName(found));
+        return 3;
     }
     int dev = 0, l2 = 0, optin = 0;
     GG_CHECK(cudaGetDevice(&dev));

@@ -19,7 +19,7 @@
 //    "reduce": "workspace", "split_k": 2, "stages": 3, "swz_a": 1, "swz_b": 1, "tma": false,
 //    "vec": 8}
 //
-// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 k.cu -o k.cubin
+// Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 KERNEL.cu -o KERNEL.cubin
 // Produced by: gemmgen emit golden wmma_fast_tn_workspace
 // =====================================================================================================
 
