@@ -1,8 +1,8 @@
 """Host overhead per call of gemmgen.torch.matmul against torch.mm, on small shapes.
 
-    python benchmarks/torch_overhead.py            # the table (numbers go to docs/PERFORMANCE.md)
-    python benchmarks/torch_overhead.py --json     # one JSON object
-    python benchmarks/torch_overhead.py --profile  # where gemmgen.torch.matmul's host time goes
+    python -m benchmarks.torch_overhead            # the table (numbers go to docs/PERFORMANCE.md)
+    python -m benchmarks.torch_overhead --json     # one JSON object
+    python -m benchmarks.torch_overhead --profile  # where gemmgen.torch.matmul's host time goes
 
 The host time to issue one call, as benchmarks/api_overhead.py measures it: a loop of 200 calls
 (below the launch queue's depth, so the host never waits for the GPU), the GPU drained before each

@@ -49,7 +49,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
       "predicts fastest there (fitted to --winners-from's timings, else this GPU's results file); default all")
     a("--only-timed", action="store_true", help="with --winners-from: time each kernel only on the shapes FILE "
       "times it on (its timings, and its entries' kernels on their shapes): re-time kernels whose code changed, "
-      "FILE holding just them, --results a fresh folder; benchmarks/merge_timings.py --replace stores the times")
+      "FILE holding just them, --results a fresh folder; `gemmgen results merge --replace` stores the times")
     a("--dry-run", action="store_true", help="grid: print what would be tuned and timed, and exit (no GPU needed "
       "with --gpu NAME)")
 

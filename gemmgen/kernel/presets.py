@@ -38,7 +38,7 @@ _PRESETS: dict[str, tuple[KernelConfig, str]] = {
 }
 
 # v13's built-in fallback per architecture family, used until a search has stored a better one.
-# sm_90: the fastest of benchmarks/sweep.py's 48 candidates on an H200 at 4096^3 (46.3 TFLOP/s, 90% of
+# sm_90: the fastest of 48 candidates around v10 on an H200 at 4096^3 (46.3 TFLOP/s, 90% of
 # cuBLAS): 256x128 tiles, 8x16 results per thread, register-staged double buffering with BK=16.
 _BUILTIN_BEST = {
     "sm_80": _V10.replace(BK=16),
@@ -60,7 +60,6 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     # 128-byte-swizzled shared memory, B from registers. 3xTF32: 2 warpgroups over a 128x128 tile, BK = 64
     # halves the per-stage barriers and partial-sum additions of BK = 32 (H100, 8192^3: 87.1 TFLOP/s,
     # 1.67x cuBLAS SGEMM). TF32 has no partial sums, so its registers allow 256x128 (161 TFLOP/s).
-    # benchmarks/wgmma_sweep.py has the sweep.
     "tf32x3-wgmma": (_WG, "3xTF32 on Hopper wgmma: warpgroup-wide async MMA, fp32 accuracy (sm_90a only)"),
     "tf32-wgmma": (_WG.replace(family="tf32", BM=256, WM=256, BK=32, stages=4),
                    "TF32 on Hopper wgmma: operands rounded to TF32 (sm_90a only)"),

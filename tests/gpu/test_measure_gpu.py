@@ -77,7 +77,7 @@ def test_measurement_records_the_gate_and_the_cublas_mode(worker):
 def test_measurement_records_resident_blocks_as_ptxas_counts_them(worker, session):
     """The driver's resident blocks per SM (what the dispatch model's latency term uses) are what
     KernelResources.resident_blocks counts from the launched kernel's registers, and from nvcc's
-    (benchmarks/resident.py filled the shipped results from nvcc's; the kernels run NVRTC's)."""
+    (results timed before the driver's count was recorded carry nvcc's; the kernels run NVRTC's)."""
     from gemmgen.build.nvcc import ToolkitMissing, compile_cubin, nvcc_path
     from gemmgen.build.resources import KernelResources
     from gemmgen.codegen.render import render

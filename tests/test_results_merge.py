@@ -1,5 +1,5 @@
-"""benchmarks/merge_timings.py: new kernels join a shipped results file; with --add-shapes, kernels it
-already has gain the shapes a larger grid timed, and never lose or overwrite a stored time."""
+"""gemmgen results merge: new kernels join a shipped results file; with --add-shapes, kernels it already has
+gain the shapes a larger grid timed, and never lose or overwrite a stored time; bad input is one line."""
 from __future__ import annotations
 
 import json
@@ -7,11 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripts import load
+from gemmgen.cli import main
+
+
+class _Merge:
+    """``gemmgen results merge ARGS`` as ``main(argv)``."""
+
+    @staticmethod
+    def main(argv: list[str]) -> int:
+        return main(["results", "merge", *argv])
 
 
 def _module():
-    return load("merge_timings")
+    return _Merge
 
 
 def _file(path: Path, kernels: dict) -> Path:
@@ -180,3 +188,15 @@ def test_a_fresh_file_of_another_shape_is_one_line(tmp_path, capsys):
         assert _module().main([str(shipped), str(fresh)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_an_out_in_a_missing_folder_or_a_missing_file_is_one_line_and_writes_nothing(tmp_path, capsys):
+    shipped = _file(tmp_path / "a.json", {"k": {"config": {}, "ms": {"1x1x1/NN": 1.0}}})
+    fresh = _file(tmp_path / "b.json", {"n": {"config": {}, "ms": {"1x1x1/NN": 2.0}}})
+    before = shipped.read_text()
+    assert _module().main([str(shipped), str(fresh), "--out", str(tmp_path / "no" / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--out" in err and not (tmp_path / "no").exists()
+    assert _module().main([str(shipped), str(tmp_path / "gone.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gone.json" in err and shipped.read_text() == before
