@@ -6,7 +6,7 @@ by run with the L2 flushed before each, and prints per shape: both TFLOP/s, the 
 dispatched to, and the relative Frobenius error of each against float64. The geometric mean of the
 ratios closes the table.
 
-    python -m benchmarks.matmul_vs_cublas                       # the set of issue 11
+    python -m benchmarks.matmul_vs_cublas                       # the set (benchmarks/shapes.toml)
     python -m benchmarks.matmul_vs_cublas --family simt         # dispatch restricted to the SIMT family
     python -m benchmarks.matmul_vs_cublas --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
     python -m benchmarks.matmul_vs_cublas --random 24 --seed 1      # shapes drawn outside set and grid

@@ -1,6 +1,6 @@
 """Which matmul plans two results files disagree on, without a GPU: the kernel (and the copies) each
 file's dispatch picks for random untuned shapes and the set, printed where they differ. What to run
-before merging new timings into a shipped results file (docs/PERFORMANCE.md, session 17).
+before merging new timings into a shipped results file.
 
     python -m benchmarks.plans_diff OLD/nvidia-h200.json results/nvidia-h200.json --seeds 1-20 --set
 

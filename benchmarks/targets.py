@@ -1,4 +1,4 @@
-"""Issue 11's tables in one command, and their verdicts against the issue's targets.
+"""The release tables in one command, and their verdicts against the targets.
 
     python -m benchmarks.targets run --out runs/h100            # every table (about 20 minutes on an H200)
     python -m benchmarks.targets run --out runs/h100 --only set simt layouts   # some (a device call's 10 minutes)
@@ -8,10 +8,10 @@
 OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit, date and exit
 status in OUT/meta.json, then prints the summary. Tables (TABLES below):
 
-- set: the issue's 15 shapes; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
+- set: the 15 shapes of benchmarks/shapes.toml; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
   judges its 4096^3 NT, TN and TT rows (each >= 1.4x);
 - simt: the set with the dispatch restricted to the SIMT family (NN rows: >= 0.95x, none under 0.8x);
-- outsider, random, launch: shapes outside the set and the grids (>= 1.3x, none under 0.9x): the session-46
+- outsider, random, launch: shapes outside the set and the grids (>= 1.3x, none under 0.9x): the outsider
   set chosen by another hand, random products of 2^27..2^37 and of 2^15..2^27 multiply-adds (--seed);
 - gemv, small, edge: the benchmark files of matrix-vector, tiny-C and short-K products, reported unjudged.
 

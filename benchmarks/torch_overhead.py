@@ -17,7 +17,7 @@ overhead, so the shapes are small. Rows:
   output, launch), without the dispatcher;
 - gemmgen.matmul(out=): the CuPy-level API on the same torch tensors (CuPy views of them per call).
 
-The target (issue 15): gemmgen.torch.matmul costs no more than the custom op wrapping torch.mm.
+The target: gemmgen.torch.matmul costs no more than the custom op wrapping torch.mm.
 Rows marked "grad" take inputs that require grad (the autograd node is recorded).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark rows, the seed-000 table and JSON, with an injected measure function; `gemmgen bench`
+"""Benchmark rows, their table and JSON, with an injected measure function; `gemmgen bench`
 end to end with a stand-in worker; benchmarks/matmul_vs_cublas.py's rows."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""benchmarks/targets.py: issue 11's tables run in one command and judged against the targets (recorded rows
+"""benchmarks/targets.py: the release tables run in one command and judged against the targets (recorded rows
 stand in for the GPU's; the judging is what is tested)."""
 from __future__ import annotations
 

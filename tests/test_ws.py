@@ -150,7 +150,7 @@ def test_persistent_mbarriers_sit_past_the_staging_tile_at_the_end_of_shared_mem
 def test_unaligned_rows_of_c_store_whole_chunks_apart_from_the_row_ends():
     """C's rows not 16-byte aligned: the loop of 16-byte stores holds no element path (a lane on a row's
     end made its warp wait on 4 more stores: the unaligned epilogue ran 30% slower than the aligned one at
-    4504x2503x17 NN, 10% once the ends went to a loop of their own; H100, session 27); the ends, a
+    10% once the ends went to a loop of their own); the ends, a
     lane each, take the element path. The GPU tests check the values on odd N, padded rows and offsets."""
     code = render(WS.replace(layout="NN"), for_arch("sm_90")).code
     unaligned = code.split("C's rows are not 16-byte aligned")[1].split("// ---- ")[0]
@@ -164,7 +164,7 @@ def test_shifted_staging_rows_are_apart_so_that_a_warps_writes_need_two_wavefron
     """The rendered stride of the shifted staging rows, in a model of shared memory's 32 banks: a warp's
     4-byte writes (8 rows x 4 columns, each row shifted by its own (lead + m * ldo) % 4) need at most 2
     wavefronts for every ldo % 4 and lead. At C_LD (8 banks mod 32) ldo % 4 == 2 needed 4; at BN + 4 the
-    plans on such rows ran 4-10% faster (4873x3590x17 TN 48.6 -> 44.5 us, H100, session 28)."""
+    plans on such rows ran 4-10% faster on the H100."""
     code = render(WS.replace(layout="NN", BN=bn, WN=bn), for_arch("sm_90")).code
     stride = eval(re.search(r"constexpr int C_LD_S = ([^;]+);", code).group(1), {"BN": bn})
     assert "r * C_LD_S + shift(m0 + r)" in code
@@ -236,7 +236,7 @@ def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
 
 def test_a_kmajor_false_keeps_the_producers_transposing_copies_where_a_could_be_staged_as_it_lies():
     """a_kmajor = False (name part ``atp``): an m-contiguous A is transposed K-major by the producer's
-    4-byte copies, the staging before session 25 (the 128x192 one-block kernels spill less that way), so
+    4-byte copies, the older staging (the 128x192 one-block kernels spill less that way), so
     both variants can be timed and dispatched; only where A could be staged as it lies (else the rules
     refuse it, and a moved config drops out of that layout)."""
     for layout, swap in (("TN", False), ("TT", False), ("NN", True)):
@@ -263,7 +263,7 @@ def test_k_contiguous_a_is_staged_unswizzled_and_copied_16_bytes_a_copy_where_th
     stage at BM = 128), its rows copied as the 16-byte chunks around them (unaligned rows shifted, a 9th
     chunk for their ends) and read by the consumers where they landed; only where that padding keeps the
     SM's shared-memory carveout (else L1, through which 4-byte copies go, shrinks: 266x7295x474 NT ran
-    0.84x as fast with it, session 28) and fits; else the swizzled layout as before."""
+    0.84x as fast with it) and fits; else the swizzled layout as before."""
     from gemmgen.kernel.memory import hopper_carveout
 
     kshift = WS.replace(layout="NT", BN=160, WN=160, stages=3)

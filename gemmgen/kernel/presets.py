@@ -71,7 +71,7 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
 # `wmma-db` adds a cp.async double buffer. `wmma-fast` is the classic Ampere tensor-core design:
 # 128x256 tiles of 8 warps of 64x64 (4 loads of A and 4 of B feed 16 mma tiles per k16 step), 3
 # cp.async stages (81 KB, so it fits 99 KB GPUs too; try stages=4 on an H100), thread-block raster 8.
-# Warp-specialized TMA kernels (issue 12): a producer warpgroup (TMA into mbarrier stages, and for the
+# Warp-specialized TMA kernels: a producer warpgroup (TMA into mbarrier stages, and for the
 # 3xTF32 3 warps that split each stage; for TF32 the copy engine rounds to TF32 itself), consumer warpgroups of 64 rows x BN on wgmma.
 # Layout NT (both operands K-major); sm_90a only.
 _TMA = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=176, BK=32, WM=64, WN=176,
