@@ -1,6 +1,6 @@
 """Host overhead of gemmgen.matmul against cupy.matmul, and its speed at 4096^3 against the kernel alone.
 
-    python benchmarks/api_overhead.py            # prints both; numbers go to docs/PERFORMANCE.md
+    python -m benchmarks.api_overhead            # prints both; numbers go to docs/PERFORMANCE.md
 """
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Which stored kernels a code change touched, and the files that re-time them: every config of a results
 file rendered by the tree at ``--since REV`` and by this tree, compared source by source.
 
-    python benchmarks/changed_kernels.py results/nvidia-h100-80gb-hbm3.json --since ffc01d8^
-    python benchmarks/changed_kernels.py results/nvidia-h200.json --since ffc01d8^ --ragged --max-k 512 \\
+    python -m benchmarks.changed_kernels results/nvidia-h100-80gb-hbm3.json --since ffc01d8^
+    python -m benchmarks.changed_kernels results/nvidia-h200.json --since ffc01d8^ --ragged --max-k 512 \\
         --controls 16 --out retime/          # retime/nvidia-h200.json (candidates), controls.txt, grid.json
     gemmgen search --grid retime/grid.json --family tf32x3 --timings-only --winners-from retime/nvidia-h200.json \\
         --only-timed --results fresh
-    python benchmarks/merge_timings.py results/nvidia-h200.json fresh/nvidia-h200.json --replace \\
+    gemmgen results merge results/nvidia-h200.json fresh/nvidia-h200.json --replace \\
         --controls retime/controls.txt
 
 The old tree is checked out with ``git worktree`` into a temporary folder and renders in a subprocess of its
@@ -14,9 +14,9 @@ own (its gemmgen on the path); templates, facts and rules of REV all count. ``--
 named as the results file (search's ``--winners-from`` takes only that name: the changed kernels' timings, only
 the pairs to re-time: with ``--ragged`` those of K not a multiple of the kernel's BK, with ``--max-k`` those of
 K at most that, with ``--max-ms`` those stored at most that many ms, with ``--one-launch`` those where an
-atomic split runs without its scale kernel, session 42), ``--controls N`` unchanged kernels of the same families
-timed on those shapes (a drift control for merge_timings.py), and a grid of the shapes (session 41: 466 of the
-1811 kernels of the H100's file changed with the ragged last stage; 6637 of their pairs re-timed in 270 s). A
+atomic split runs without its scale kernel), ``--controls N`` unchanged kernels of the same families
+timed on those shapes (a drift control for ``gemmgen results merge``), and a grid of the shapes (a change to
+the ragged last stage touched 466 of the 1811 kernels of the H100's file; their 6637 pairs re-timed in 270 s). A
 config the old tree cannot render counts as changed; one this tree cannot render stops the run.
 """
 from __future__ import annotations
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
               f"{pairs} pairs on {len(shapes)} shapes; then\n"
               f"  gemmgen search --grid {args.out / 'grid.json'} --family all --timings-only "
               f"--winners-from {args.out / args.results.name} --only-timed --results fresh\n"
-              f"  python benchmarks/merge_timings.py {args.results} fresh/{args.results.name} --replace "
+              f"  gemmgen results merge {args.results} fresh/{args.results.name} --replace "
               f"--controls {args.out / 'controls.txt'}")
     return 0
 

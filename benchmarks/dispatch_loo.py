@@ -8,11 +8,11 @@ measured on that shape in its own layout without copies (the best; a plan with c
 and against cuBLAS SGEMM's time there. Plans whose kernel was never timed on the shape (a kernel of
 another layout serving the request) are counted but not scored.
 
-    python benchmarks/dispatch_loo.py --gpu h100
-    python benchmarks/dispatch_loo.py --gpu h200 --layout NN --worst 20 --json loo.json
-    python benchmarks/dispatch_loo.py --gpu h100 --set WIDTH=0.8 --set PRIOR=0.2
-    python benchmarks/dispatch_loo.py --gpu h100 --hold-out search/grid-hopper-few-rows.json   # a regime unseen
-    python benchmarks/dispatch_loo.py --gpu h100 --hold-out search/grid-hopper.json \
+    python -m benchmarks.dispatch_loo --gpu h100
+    python -m benchmarks.dispatch_loo --gpu h200 --layout NN --worst 20 --json loo.json
+    python -m benchmarks.dispatch_loo --gpu h100 --set WIDTH=0.8 --set PRIOR=0.2
+    python -m benchmarks.dispatch_loo --gpu h100 --hold-out search/grid-hopper-few-rows.json   # a regime unseen
+    python -m benchmarks.dispatch_loo --gpu h100 --hold-out search/grid-hopper.json \
         --hold-out search/grid-hopper-skinny.json --folds 5      # 5-fold cross-validation over both grids
 
 A grid neighbour is one grid step away, where a shape chosen by someone else lies half a step from the
@@ -28,10 +28,7 @@ import math
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from matmul_vs_cublas import geomean  # noqa: E402
+from benchmarks.matmul_vs_cublas import geomean
 
 
 def held_out(timings, out: set):

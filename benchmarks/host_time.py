@@ -4,18 +4,14 @@ them); the host loop alone (200 calls a round, the GPU drained before each round
 the GPU keeps up, so the launch queue never fills) gives the host's. Where host time exceeds GPU time, a
 call is bound by Python, not by its kernels. ``--profile`` adds cProfile's view of the first shape.
 
-    python benchmarks/host_time.py 4504x2503x17/NN 410x710x592/NN --profile
+    python -m benchmarks.host_time 4504x2503x17/NN 410x710x592/NN --profile
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from matmul_vs_cublas import operands, parse_shape  # noqa: E402
+from benchmarks.matmul_vs_cublas import operands, parse_shape
 
 SPIN = r'''extern "C" __global__ void spin(long long n) { long long t = clock64(); while (clock64() - t < n) {} }'''
 

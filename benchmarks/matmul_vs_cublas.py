@@ -6,12 +6,12 @@ by run with the L2 flushed before each, and prints per shape: both TFLOP/s, the 
 dispatched to, and the relative Frobenius error of each against float64. The geometric mean of the
 ratios closes the table.
 
-    python benchmarks/matmul_vs_cublas.py                       # the set of issue 11
-    python benchmarks/matmul_vs_cublas.py --family simt         # dispatch restricted to the SIMT family
-    python benchmarks/matmul_vs_cublas.py --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
-    python benchmarks/matmul_vs_cublas.py --random 24 --seed 1      # shapes drawn outside set and grid
-    python benchmarks/matmul_vs_cublas.py --random 24 --seed 21 --seed 22 --json rows.json   # each seed's table
-    python benchmarks/matmul_vs_cublas.py --random 24 --macs 15:27 --seed 1   # launch-sized products (2^15..2^27)
+    python -m benchmarks.matmul_vs_cublas                       # the set (benchmarks/shapes.toml)
+    python -m benchmarks.matmul_vs_cublas --family simt         # dispatch restricted to the SIMT family
+    python -m benchmarks.matmul_vs_cublas --shape 777x3001x555 --shape 4096x4096x4096/TN --json out.json
+    python -m benchmarks.matmul_vs_cublas --random 24 --seed 1      # shapes drawn outside set and grid
+    python -m benchmarks.matmul_vs_cublas --random 24 --seed 21 --seed 22 --json rows.json   # each seed's table
+    python -m benchmarks.matmul_vs_cublas --random 24 --macs 15:27 --seed 1   # launch-sized products (2^15..2^27)
 
 Before timing, the kernels the dispatch will pick are compiled in parallel processes (--jobs; NVRTC's
 disk cache), so the timing loop loads them instead of compiling one at a time.

@@ -3,8 +3,8 @@ shapes, time every stored kernel that competes for the request (the same candida
 predicts over) against cuBLAS SGEMM, and print per shape the kernel the dispatch picks, its measured
 ratio, the fastest candidate's ratio (the oracle) and the prediction's error.
 
-    python benchmarks/oracle.py --random 24 --seed 11 --json out.json
-    python benchmarks/oracle.py --shape 9034x17x2865/TT --extra tf32x3-tma
+    python -m benchmarks.oracle --random 24 --seed 11 --json out.json
+    python -m benchmarks.oracle --shape 9034x17x2865/TT --extra tf32x3-tma
 
 Kernels are timed on packed operands (leading dimension = row length), as ``gemmgen bench`` does; an
 unaligned shape is timed as it is (no copies), so its rows say what the copy rule starts from.
@@ -18,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from matmul_vs_cublas import geomean, packed_lds, parse_macs, parse_shape, random_shapes, tuned_keys  # noqa: E402
+from benchmarks.matmul_vs_cublas import geomean, packed_lds, parse_macs, parse_shape, random_shapes, tuned_keys
 
 
 def main(argv=None) -> int:

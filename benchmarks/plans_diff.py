@@ -1,25 +1,22 @@
 """Which matmul plans two results files disagree on, without a GPU: the kernel (and the copies) each
 file's dispatch picks for random untuned shapes and the set, printed where they differ. What to run
-before merging new timings into a shipped results file (docs/PERFORMANCE.md, session 17).
+before merging new timings into a shipped results file.
 
-    python benchmarks/plans_diff.py OLD/nvidia-h200.json results/nvidia-h200.json --seeds 1-20 --set
+    python -m benchmarks.plans_diff OLD/nvidia-h200.json results/nvidia-h200.json --seeds 1-20 --set
 
 ``--knob NAME=A,B`` sets a constant of gemmgen.runtime.dispatch, .staging or .predict to A for file A's
 plans and to B for file B's (give one file twice to see what the constant alone changes; on a GPU,
 benchmarks/ab_plans.py times the difference):
 
-    python benchmarks/plans_diff.py results/nvidia-h100-80gb-hbm3.json results/nvidia-h100-80gb-hbm3.json --knob FMA_FLOOR=0,1
+    python -m benchmarks.plans_diff results/nvidia-h100-80gb-hbm3.json results/nvidia-h100-80gb-hbm3.json --knob FMA_FLOOR=0,1
 """
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from knobs import knob_owners, parse_knobs, restored, set_side  # noqa: E402
-from matmul_vs_cublas import HERE, load_shapes, packed_lds, parse_macs, plan_name, random_shapes, tuned_keys  # noqa: E402
+from benchmarks.knobs import knob_owners, parse_knobs, restored, set_side
+from benchmarks.matmul_vs_cublas import HERE, load_shapes, packed_lds, parse_macs, plan_name, random_shapes, tuned_keys
 
 
 def seeds(text: str) -> list[int]:

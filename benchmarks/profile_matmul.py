@@ -2,18 +2,15 @@
 run once each between cudaProfilerStart/Stop, and the plan (kernel, copies) is printed.
 
     ncu --profile-from-start off --clock-control none --metrics gpu__time_duration.sum,launch__grid_size \\
-        python benchmarks/profile_matmul.py 11455x4009x28/NT 323x62x10276/TN
+        python -m benchmarks.profile_matmul 11455x4009x28/NT 323x62x10276/TN
 """
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("CUPY_TF32", "0")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from matmul_vs_cublas import leading_dims, operands, parse_shape  # noqa: E402
+from benchmarks.matmul_vs_cublas import leading_dims, operands, parse_shape  # noqa: E402  (after CUPY_TF32)
 
 
 def main(argv=None) -> int:

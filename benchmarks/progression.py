@@ -1,6 +1,6 @@
 """Regenerate docs/PERFORMANCE.md's progression table: presets v0..v13 against cuBLAS, same run.
 
-    GEMMGEN_COMMIT=$(git rev-parse --short HEAD) python benchmarks/progression.py \
+    GEMMGEN_COMMIT=$(git rev-parse --short HEAD) python -m benchmarks.progression \
         --shape 4096x4096x4096 --shape 8192x8192x8192 --out progression.md --json progression.json
 
 Writes a markdown section (device, driver, CUDA, date, command, commit, one table per shape) that is
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     head = (f"- Device: {fp['name']} ({fp['sm_count']} SMs, cc {fp['cc']}), driver API {fp['driver']}, "
             f"CUDA runtime {fp['cuda']}, SM clock readings {clocks[0]}-{clocks[-1]} MHz\n"
             f"- Date: {datetime.date.today()}. Commit: {os.environ.get('GEMMGEN_COMMIT', 'unknown')}.\n"
-            f"- Command: `python benchmarks/progression.py {' '.join(sys.argv[1:])}`\n")
+            f"- Command: `python -m benchmarks.progression {' '.join(sys.argv[1:])}`\n")
     with open(args.out, "w") as fh:
         fh.write(head + "\n" + table(rows) + "\n")
     if args.json:

@@ -1,17 +1,17 @@
-"""Issue 11's tables in one command, and their verdicts against the issue's targets.
+"""The release tables in one command, and their verdicts against the targets.
 
-    python benchmarks/targets.py run --out runs/h100            # every table (about 20 minutes on an H200)
-    python benchmarks/targets.py run --out runs/h100 --only set simt layouts   # some (a device call's 10 minutes)
-    python benchmarks/targets.py summary runs/h100 [--json]     # the verdicts of what the folder holds
+    python -m benchmarks.targets run --out runs/h100            # every table (about 20 minutes on an H200)
+    python -m benchmarks.targets run --out runs/h100 --only set simt layouts   # some (a device call's 10 minutes)
+    python -m benchmarks.targets summary runs/h100 [--json]     # the verdicts of what the folder holds
 
 ``run`` calls benchmarks/matmul_vs_cublas.py once a table (its JSON to OUT/<table>.json, its printout to
 OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit, date and exit
 status in OUT/meta.json, then prints the summary. Tables (TABLES below):
 
-- set: the issue's 15 shapes; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
+- set: the 15 shapes of benchmarks/shapes.toml; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
   judges its 4096^3 NT, TN and TT rows (each >= 1.4x);
 - simt: the set with the dispatch restricted to the SIMT family (NN rows: >= 0.95x, none under 0.8x);
-- outsider, random, launch: shapes outside the set and the grids (>= 1.3x, none under 0.9x): the session-46
+- outsider, random, launch: shapes outside the set and the grids (>= 1.3x, none under 0.9x): the outsider
   set chosen by another hand, random products of 2^27..2^37 and of 2^15..2^27 multiply-adds (--seed);
 - gemv, small, edge: the benchmark files of matrix-vector, tiny-C and short-K products, reported unjudged.
 
@@ -33,10 +33,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 HERE = Path(__file__).resolve().parent
-SCRIPT = HERE / "matmul_vs_cublas.py"
-sys.path.insert(0, str(HERE))
 
-from matmul_vs_cublas import geomean  # noqa: E402   (the tables' own geometric mean)
+from benchmarks.matmul_vs_cublas import geomean   # the tables' own geometric mean
 
 
 class Table(NamedTuple):
@@ -63,11 +61,14 @@ TABLES = {
     "edge": Table("edge", ("--shapes", str(HERE / "edge.toml"), "--rep-ms", "40")),
 }
 SEEDS = (1, 2)   # random and launch: --seed (repeatable) replaces them
+PROGRAM = (sys.executable, "-m", "benchmarks.matmul_vs_cublas")   # run from the repository root (cwd below)
 FIELDS = ("shape", "layout", "ratio", "err_gemmgen", "err_cublas")   # what the summary reads of a row
 
 
-def commands(names: list[str], out: Path, seeds: list[int]) -> list[tuple[str, list[str]]]:
-    """(source, argv) of each run the tables ``names`` need, each source once, in TABLES' order."""
+def commands(names: list[str], out: Path, seeds: list[int], program: tuple[str, ...] = PROGRAM
+             ) -> list[tuple[str, list[str]]]:
+    """(source, argv) of each run the tables ``names`` need, each source once, in TABLES' order; ``program``
+    is the command line that times a table (matmul_vs_cublas.py, or a stand-in)."""
     sources = []
     for name, t in TABLES.items():
         if name in names and t.source not in sources:
@@ -77,7 +78,7 @@ def commands(names: list[str], out: Path, seeds: list[int]) -> list[tuple[str, l
         args = list(TABLES[source].args)
         if "--random" in args:
             args += [a for s in seeds for a in ("--seed", str(s))]
-        runs.append((source, [sys.executable, str(SCRIPT), *args, "--json", str(out / f"{source}.json")]))
+        runs.append((source, [*program, *args, "--json", str(out / f"{source}.json")]))
     return runs
 
 
@@ -170,7 +171,7 @@ def met(lines: list[dict]) -> bool:
     return all(x["verdict"] == "met" for x in lines if x["judged"]) and not any(x.get("inaccurate") for x in lines)
 
 
-def main(argv=None) -> int:
+def main(argv=None, program: tuple[str, ...] = PROGRAM) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="verb", required=True)
@@ -198,11 +199,11 @@ def main(argv=None) -> int:
         except ValueError as exc:
             ap.error(str(exc))
         failed = []
-        for source, cmd in commands(args.only, folder, args.seed or list(SEEDS)):
+        for source, cmd in commands(args.only, folder, args.seed or list(SEEDS), program):
             (folder / f"{source}.json").unlink(missing_ok=True)   # no stale rows judged for a run that fails
             t = time.time()
             with open(folder / f"{source}.txt", "w") as log:
-                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=HERE.parent).returncode
             print(f"{source}: exit {rc} in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
             failed += [source] if rc else []
             meta.setdefault("runs", {})[source] = {"commit": commit or "?", "date": time.strftime("%Y-%m-%d"), "exit": rc}

@@ -2,7 +2,7 @@
 one, both gated and timed interleaved with cuBLAS on the same shape (L2 flushed before each run).
 
     git archive HEAD templates | tar -x -C /tmp/old            # the templates before the change
-    python benchmarks/template_ab.py --old /tmp/old/templates KERNEL@MxNxK [KERNEL@MxNxK ...] [--json FILE]
+    python -m benchmarks.template_ab --old /tmp/old/templates KERNEL@MxNxK [KERNEL@MxNxK ...] [--json FILE]
 
 KERNEL is a kernel of the shipped results (any GPU's file); the layout is the kernel's. Each item is timed
 in ``--rounds`` rounds, the two sources' order swapped every round, and the medians over the rounds are
@@ -20,18 +20,29 @@ import statistics
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benchmarks.matmul_vs_cublas import geomean
 
-from matmul_vs_cublas import geomean  # noqa: E402
-from ws_timeline import configs, kernel_at, sizes  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def configs() -> dict:
+    """Kernel name -> config (dict) over the shipped results files."""
+    out: dict = {}
+    for f in sorted((ROOT / "results").glob("*.json")):
+        for n, k in json.loads(f.read_text())["timings"]["kernels"].items():
+            out.setdefault(n, k["config"])
+    return out
 
 
 def parse_item(text: str, known: dict) -> tuple[str, str]:
-    """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong (ws_timeline's checks, without its
-    kind of kernel)."""
-    name, mnk = kernel_at(text, known)
-    sizes(mnk, text)
+    """KERNEL@MxNxK -> (kernel, MxNxK); ValueError naming what is wrong: a kernel none of ``known`` (the
+    shipped results') holds, or sizes that are not three positive numbers."""
+    name, _, mnk = text.partition("@")
+    if name not in known:
+        raise ValueError(f"unknown kernel {name!r}: name one of the shipped results' kernels (gemmgen results plan ...)")
+    dims = mnk.split("x")
+    if len(dims) != 3 or not all(d.isdecimal() and int(d) > 0 for d in dims):
+        raise ValueError(f"bad shape {mnk!r} in {text!r}: want KERNEL@MxNxK with positive sizes")
     return name, mnk
 
 

@@ -1,8 +1,8 @@
 """Host overhead per call of gemmgen.torch.matmul against torch.mm, on small shapes.
 
-    python benchmarks/torch_overhead.py            # the table (numbers go to docs/PERFORMANCE.md)
-    python benchmarks/torch_overhead.py --json     # one JSON object
-    python benchmarks/torch_overhead.py --profile  # where gemmgen.torch.matmul's host time goes
+    python -m benchmarks.torch_overhead            # the table (numbers go to docs/PERFORMANCE.md)
+    python -m benchmarks.torch_overhead --json     # one JSON object
+    python -m benchmarks.torch_overhead --profile  # where gemmgen.torch.matmul's host time goes
 
 The host time to issue one call, as benchmarks/api_overhead.py measures it: a loop of 200 calls
 (below the launch queue's depth, so the host never waits for the GPU), the GPU drained before each
@@ -17,7 +17,7 @@ overhead, so the shapes are small. Rows:
   output, launch), without the dispatcher;
 - gemmgen.matmul(out=): the CuPy-level API on the same torch tensors (CuPy views of them per call).
 
-The target (issue 15): gemmgen.torch.matmul costs no more than the custom op wrapping torch.mm.
+The target: gemmgen.torch.matmul costs no more than the custom op wrapping torch.mm.
 Rows marked "grad" take inputs that require grad (the autograd node is recorded).
 """
 from __future__ import annotations

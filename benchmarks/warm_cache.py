@@ -4,8 +4,8 @@ By default every preset in every layout it is valid in; with --names, the named 
 results files (a benchmark's plans on a fresh machine: `ab_plans.py` and `matmul_vs_cublas.py` compile
 each kernel in the timing process, one at a time, at 1-8 s a wgmma kernel).
 
-    python benchmarks/warm_cache.py                                  # presets, for this GPU
-    python benchmarks/warm_cache.py --arch sm_90 --names plans.txt results/nvidia-h200.json old/nvidia-h200.json
+    python -m benchmarks.warm_cache                                  # presets, for this GPU
+    python -m benchmarks.warm_cache --arch sm_90 --names plans.txt results/nvidia-h200.json old/nvidia-h200.json
 
 plans.txt holds kernel names, any whitespace between them (`plans_diff.py ... | grep -o 'gg_[a-z0-9_]*'`).
 """
@@ -17,13 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 
 def named_configs(names: set[str], results: list[Path]) -> dict:
     """{name: KernelConfig} of the named kernels, from the first results file that stores each
     (changed_kernels.configs: entries and timings); a name none holds is a ValueError that names it."""
-    from changed_kernels import configs
+    from benchmarks.changed_kernels import configs
     from gemmgen.kernel.config import KernelConfig
 
     found: dict = {}

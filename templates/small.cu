@@ -21,9 +21,9 @@ __device__ __forceinline__ float scaled(const float acc, const float alpha, cons
 // each read from global memory once and in the order its layout stores it; thread t then keeps B's values of
 // its four columns 4 (t % L) .. + 3 in registers and walks rows t / L, + 256 / L, ... of the block's, each
 // row of A read as KB / 4 16-byte broadcasts. A warp stores 32 consecutive 16-byte pieces of C where L = 32.
-// Each output is the sum over k in order. (Session 48's earlier forms, H200, 8192x8192x8 NT: a 32-row tile a
-// block, 132 us, lost to the blocks' latency; B's registers loaded by every thread from global memory, 199 us,
-// lost to the redundant, scattered loads of B stored T.)
+// Each output is the sum over k in order. Not a tile a block: each block waits for its loads before it stores,
+// and the blocks an SM holds do not hide that wait. Nor B's values loaded by each thread from global memory: the
+// threads of a block would load the same values, 4 bytes at a time and far apart where B is stored T.
 template <int KB>
 __device__ __forceinline__ void outer(GG_SMALL_PARAMS) {
     constexpr int SA = KB + 4, SB = 132;   // row strides: 16-byte rows, fewer bank conflicts in the fills

@@ -1,7 +1,8 @@
-"""The benchmark scripts (benchmarks/*.py, not a package) as modules, for the tests that run them."""
+"""The benchmark suites (the package benchmarks/, run as ``python -m benchmarks.NAME``) for the tests that
+run them."""
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,8 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def load(name: str):
-    """benchmarks/<name>.py, executed as a fresh module."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """The module benchmarks.<name>, imported afresh (a test's changes to it do not reach the next test)."""
+    return importlib.reload(importlib.import_module(f"benchmarks.{name}"))
 
 
 def refused(main, argv: list[str], capsys) -> str:

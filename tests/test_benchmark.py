@@ -1,5 +1,5 @@
-"""Benchmark rows, the seed-000 table and JSON, with an injected measure function; `gemmgen bench`
-end to end with a stand-in worker; benchmarks/plan_kernel.py's input checks."""
+"""Benchmark rows, their table and JSON, with an injected measure function; `gemmgen bench`
+end to end with a stand-in worker; benchmarks/matmul_vs_cublas.py's rows."""
 from __future__ import annotations
 
 import json
@@ -100,97 +100,6 @@ def test_cli_bench_reports_errors_and_modes(monkeypatch, capsys):
     assert bench.run(_bench_args(json=True)) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["baseline"] for r in rows] == ["fp32", "tf32"] and rows[1]["cublas_err_fp64"] == 2.6e-4
-
-
-def test_plan_kernel_names_a_bad_shape_before_any_gpu_work(capsys):
-    """benchmarks/plan_kernel.py: a shape that is not MxNxK, or a K list with a non-number, is one line
-    naming it (exit 2), before a measuring worker starts."""
-    from tests.scripts import load
-
-    mod = load("plan_kernel")
-    assert mod.main(["12x3/NN"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "12x3" in err and len(err.splitlines()) == 1
-    assert mod.main(["64x64x64/NN", "--k", "1,x"]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
-
-
-def test_plan_kernel_names_a_gpu_without_results(monkeypatch, capsys):
-    """A GPU with no shipped results is one line naming it (exit 2), no traceback, nothing timed."""
-    import gemmgen.measure.worker as worker_mod
-    from tests.scripts import load
-
-    calls = []
-
-    class Worker:   # stands in for the measuring process: its GPU has no results file
-        spec = SimpleNamespace(name="NVIDIA Imaginary GPU")
-
-        def __init__(self, device):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def call(self, method, *args, **kwargs):
-            calls.append(method)
-
-    monkeypatch.setattr(worker_mod, "MeasureWorker", Worker)
-    assert load("plan_kernel").main(["64x64x64/NN"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "Imaginary" in err and len(err.splitlines()) == 1 and calls == ["ping"]
-
-
-def test_split_error_names_bad_sizes_before_any_gpu_work(capsys):
-    """benchmarks/split_error.py: a size that is not a multiple of 16, or a K that is not a positive
-    integer, is one line naming what was given (exit 2), before CuPy is touched."""
-    from tests.scripts import load
-
-    mod = load("split_error")
-    for argv in (["--size", "100"], ["--k", "16,x"], ["--k", "0"]):
-        assert mod.main(argv) == 2
-        err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and argv[1] in err and "multiple of 16" in err
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["--prefix", "gg_nosuch", "--shape", "32x32x32"], "starts with gg_nosuch"),
-    (["--prefix", "gg_", "--shape", "32x0x32"], "--shape '32x0x32': expected MxNxK[/LAYOUT]"),
-    (["--prefix", "gg_", "--shape", "32x32x32/XY"], "--shape '32x32x32/XY': expected MxNxK[/LAYOUT]"),
-    (["--prefix", "gg_", "--shape", "32x32x32", "--rep-ms", "0"], "--rep-ms 0.0: must be above 0"),
-])
-def test_smem_floor_refuses_bad_input_in_one_line(tmp_path, capsys, monkeypatch, argv, message):
-    """benchmarks/smem_floor.py names the bad value before it imports CuPy (None in sys.modules: an
-    import raises) or touches a GPU."""
-    monkeypatch.setitem(sys.modules, "cupy", None)
-    results = tmp_path / "r.json"
-    results.write_text(json.dumps({"timings": {"kernels": {"gg_simt_nn_x": {"config": {}, "ms": {}}}}}))
-    assert load("smem_floor").main([str(results)] + argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1
-
-
-def test_smem_floor_refuses_a_file_that_is_not_results(tmp_path, capsys):
-    bad = tmp_path / "bad.json"
-    bad.write_text("[1, 2]")
-    assert load("smem_floor").main([str(bad), "--prefix", "gg_", "--shape", "32x32x32"]) == 2
-    assert "not a readable results file" in capsys.readouterr().err
-
-
-def test_smem_floor_times_only_kernels_that_compute_the_shape():
-    """A skinny kernel (N <= BN = 32) is skipped at N = 48 with its reason, and kernels of another layout
-    are left out; the SIMT kernel runs everywhere in its layout."""
-    floor = load("smem_floor")
-    skinny = preset("skinny").replace(layout="NN")
-    simt = preset("v8").replace(layout="NN")
-    configs = {"skinny": skinny, "simt": simt, "simt_tt": simt.replace(layout="TT")}
-    assert floor.runnable(configs, 32, 32, 32, "NN") == (["skinny", "simt"], [])
-    ok, refused = floor.runnable(configs, 64, 48, 40, "NN")
-    assert ok == ["simt"] and len(refused) == 1 and refused[0].startswith("skinny: ")
-    assert floor.runnable(configs, 64, 48, 40, "TT") == (["simt_tt"], [])
-    assert floor.parse_shape("200x30x100/TN") == (200, 30, 100, "TN")
 
 
 def test_matmul_vs_cublas_writes_its_rows_after_each_one(tmp_path, monkeypatch):

@@ -153,28 +153,3 @@ def test_the_source_compiles_for_ampere_and_hopper_without_spills():
 
 def test_the_benchmark_file_of_matrix_vector_shapes_holds_only_requests_the_route_takes():
     benchmark_file_holds_only_requests_of("gemv", 31, gemv.serves)
-
-
-@pytest.mark.parametrize("argv,named", [(["--shape", "1x64x64", "--set", "FOO=1"], "'FOO=1'"),
-                                        (["--shape", "1x64x64", "--set", "ROW_DEEP=x"], "'ROW_DEEP=x'"),
-                                        (["--shape", "2x64x64"], "2x64x64"), (["--shape", "1x64x64", "--slices", "2,-1"], "'2,-1'"),
-                                        ([], "no shapes")])
-def test_the_knob_benchmark_names_bad_input_before_any_gpu_work(argv, named, capsys):
-    from tests.scripts import load, refused
-
-    assert named in refused(load("gemv_knobs").main, argv, capsys)
-
-
-def test_the_knob_benchmark_forces_slices_and_puts_the_constants_back():
-    from tests.scripts import load
-
-    knobs = load("gemv_knobs")
-    defaults = {name: getattr(gemv, name) for name in knobs.KNOBS}
-    knobs.applied(gemv, defaults, {"ROW_DEEP": 1000}, 4)
-    try:
-        r = gemv.route(4096, 1, 4096, "NN", 4096, 1, 1, 132)   # the route's own choice: one slice, four loads
-        assert (r.slices, r.depth) == (4, 8)
-    finally:
-        knobs.applied(gemv, defaults, {}, 0)
-    assert {name: getattr(gemv, name) for name in knobs.KNOBS} == defaults
-    assert gemv.route(4096, 1, 4096, "NN", 4096, 1, 1, 132).slices == 1

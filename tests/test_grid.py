@@ -317,7 +317,7 @@ def child_process(device, item):
 def test_process_workers_may_start_processes_of_their_own():
     """A timings batch on several GPUs starts the isolated measuring worker inside the GPU's worker
     process; as a daemon it could not ('daemonic processes are not allowed to have children': every
-    batch of session 21's first 4-GPU timings failed so)."""
+    batch of a 4-GPU timings run failed so)."""
     done = run_on_devices(["a", "b"], child_process, [0, 1], mode="process", poll=0.2)
     assert sorted((d.error, d.result) for d in done) == [(None, 0), (None, 0)]
 

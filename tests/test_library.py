@@ -124,7 +124,7 @@ def test_a_plan_runs_the_kernel_whose_prediction_made_it(monkeypatch, request_):
     """A copy into another layout is planned for one kernel of that layout (on these shapes of the
     shipped H100 timings, the plan copies both operands); plan_for runs that kernel, not the best
     prediction among all of the layout's kernels (an extrapolated cp.async kernel ran 0.72x cuBLAS
-    at 4504x2503x17 NN where the planned one ran 0.85x; session 17)."""
+    where the planned one ran 0.85x)."""
     from gemmgen.records.lookup import load_device
 
     found = load_device("NVIDIA H100 80GB HBM3")

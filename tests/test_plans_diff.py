@@ -59,8 +59,8 @@ def test_a_file_it_cannot_read_is_one_line(text, says, tmp_path, capsys):
 
 def test_a_knob_changes_the_plans_it_decides_and_is_put_back(capsys, monkeypatch):
     """--knob FMA_FLOOR=0,1 on one file: file A's plans without the FMA kernels' step floor, B's with it
-    (session 34: a split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape;
-    the SIMT fit of before session 44, LATENCY_SIMT=0 on both sides: with its latency term, neither picks it);
+    (a split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape; with the SIMT
+    fit's latency term off, LATENCY_SIMT=0 on both sides: with it, neither picks it);
     the constant is what it was afterwards, also when a side fails, and a name that is no constant, a
     value missing or an integer constant given a fraction is one line."""
     from gemmgen.runtime import predict

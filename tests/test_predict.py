@@ -25,7 +25,7 @@ BIG = preset("tf32x3-wgmma")                                   # 128x128 tiles
 SPLIT = BIG.replace(split_k=4, reduce="workspace")
 GRID = [Shape(n, n, n) for n in (512, 1024, 2048, 4096)] + [Shape(128, 4096, 4096), Shape(4096, 4096, 512)]
 RECORDED = Path(__file__).parent / "data" / "h100_explore.json"
-RECORDED_TN = Path(__file__).parent / "data" / "h100_tn_timings.json"   # the shipped H100 timings' TN kernels (session 14)
+RECORDED_TN = Path(__file__).parent / "data" / "h100_tn_timings.json"   # the shipped H100 timings' TN kernels
 
 
 def synthetic(cfg, shape, u=0.004, v=0.01):
@@ -73,7 +73,7 @@ def test_resident_blocks_and_step_latency_are_recovered(monkeypatch):
 
 
 def test_skinny_kernels_get_the_latency_term_only_with_latency_skinny(monkeypatch):
-    """LATENCY_SKINNY (off by default, session 36's lead): a skinny kernel splitting K whose steps take w
+    """LATENCY_SKINNY (off by default): a skinny kernel splitting K whose steps take w
     alone on an SM is fitted with the latency term, and its one-round launches are predicted at w a step;
     without the knob the two-term fit misses them (468x26x6323 TT: 26.2 us run, 17.2 predicted)."""
     sk = preset("skinny").replace(split_k=16, reduce="workspace")
@@ -95,7 +95,7 @@ def test_skinny_kernels_get_the_latency_term_only_with_latency_skinny(monkeypatc
 
 
 def test_simt_kernels_get_the_latency_term_from_every_measurement(monkeypatch):
-    """LATENCY_SIMT (on, session 44): a SIMT kernel whose K steps take w alone on an SM is fitted with the
+    """LATENCY_SIMT (on): a SIMT kernel whose K steps take w alone on an SM is fitted with the
     latency term, on its unaligned measurements too (it loads through registers: unaligned rows cost it
     ~2%). Off, its fit takes the few aligned points alone,
     with no third term, and misses the one-round launch by a fifth or more."""
@@ -132,7 +132,7 @@ def test_measured_shapes_predict_their_measurement_and_near_ones_lean_to_it():
 
 def test_an_extrapolation_yields_to_a_kernel_measured_near(monkeypatch):
     """Of two kernels, the one a bit faster on the grid but never measured near the request loses to one
-    measured there: its prediction is an extrapolation (session 15: unsplit 64-row kernels timed on a few
+    measured there: its prediction is an extrapolation (unsplit 64-row kernels timed on a few
     NT grid shapes ran 1.2-1.5x their predictions off the grid, where TMA kernels' measured plans won)."""
     q = Shape(8192, 8192, 8192)
     other = BIG.replace(raster=1 if BIG.raster != 1 else 2)
@@ -193,7 +193,7 @@ def test_unaligned_guess_is_milder_for_warp_specialized_cp_async_kernels():
 def test_no_kernel_is_predicted_under_the_launch_base():
     """A kernel timed only on large shapes extrapolates its per-step time down to a few microseconds on
     a tiny product; the launch base (FLOOR times the least time measured on the GPU) keeps it from
-    beating a kernel measured there. H100, session 29: a skinny kernel predicted 1.8 us on 16x16x16 ran
+    beating a kernel measured there. On the H100 a skinny kernel predicted 1.8 us on 16x16x16 ran
     14 us where the SIMT kernel measured there runs 5.3."""
     tiny, small_cfg = Shape(16, 16, 16), preset("v10")
     big_only = {s: synthetic(BIG, s, u=0.0008, v=0.0) for s in GRID}              # ~0.8 us a block-step
@@ -231,8 +231,8 @@ def test_unaligned_and_extrapolated_markups_leave_the_launch_base_alone():
 def test_k_steps_beyond_the_deepest_measurement_are_marked_up(monkeypatch):
     """A kernel timed only on shallow K has its per-step cost unseen: a prediction for more K steps than
     any measurement ran takes REACH more of its time above the launch base per doubling of the steps
-    (up to STEADY), one within them none, nor a kernel measured STEADY steps deep (H200, session 32:
-    a 2-stage TT kernel timed on K <= 93 was predicted 22 us on 1632x139x578 and ran 35)."""
+    (up to STEADY), one within them none, nor a kernel measured STEADY steps deep (a 2-stage kernel
+    timed on K <= 93 ran deep K 1.6x slower than its fit said)."""
     shallow = [Shape(m, n, k) for m, n in ((512, 512), (2048, 2048), (4096, 1024)) for k in (64, 128, 192)]
     fit = Fitted.fit(BIG, {s: synthetic(BIG, s) + 0.005 for s in shallow}, H100, base=0.005)
     assert fit.reach == 3                                         # K = 192: three 64-deep steps
@@ -324,7 +324,7 @@ def test_library_prefers_the_timed_kernel_with_the_least_predicted_time(monkeypa
 
 
 def test_leave_one_out_on_recorded_h100_timings_stays_near_the_best():
-    """H100, 58 fp32 kernels on the 12 NN shapes of issue 11 (benchmarks/explore_shapes.py): each shape's
+    """H100, 58 fp32 kernels on the 12 NN shapes of benchmarks/shapes.toml: each shape's
     choice is made without its own measurements. The chosen kernel must be within 10% of the best
     measured one on every shape, and within 3% on the geometric mean."""
     recorded = Timings.from_dict(json.loads(RECORDED.read_text()))
@@ -416,7 +416,7 @@ def test_no_copy_where_unaligned_rows_cost_little():
     assert pack_plan(fits, 4095, 4095, 4095, "NN", 4095, 4095, 4095, bw)[:2] == (False, False)
 
 
-# Session 20: a split-K kernel timed on shallow shapes (K of one step, 31 of 32 slices empty): its time
+# A split-K kernel timed on shallow shapes (K of one step, 31 of 32 slices empty): its time
 # there is a fraction of the modelled reduce, and fitting it drove u = v = 0, so deep-K shapes were
 # predicted at a few microseconds and matmul ran that kernel for 8192^3.
 DEEP_SPLIT = SPLIT.replace(BM=64, BN=64, WM=64, WN=64, split_k=32, reduce="atomic")
@@ -450,7 +450,7 @@ def test_a_kernel_timed_only_where_slices_go_empty_is_not_fitted():
 def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
     """A SIMT kernel timed where its per-block term carries the time fits ``u`` at least the FMA floor
     (BM*BN*BK FMAs at DeviceSpec.fma_lanes a clock, 128 here and 64 on sm_80 and older, at the boost clock), so the
-    fit's deep-K times are no faster than the SM can go (H100, session 34: a split-K TT kernel fitted 70%
+    fit's deep-K times are no faster than the SM can go (on the H100 a split-K TT kernel fitted 70%
     of the floor and ran 3818x61x7216 1.5x slower than predicted); tensor-core kernels and
     FMA_FLOOR = 0 keep the plain fit."""
     monkeypatch.setattr(predict, "FMA_FLOOR", 1.0)               # the floor at the peak rate itself
@@ -478,7 +478,7 @@ def test_an_fma_kernels_step_cost_is_held_at_the_sms_peak(monkeypatch):
 
 
 def test_the_skinny_family_competes_only_when_skinny_auto_is_set(monkeypatch):
-    """Session 38: the skinny kernels stay stored but do not serve requests that name no family; on the shipped
+    """The skinny kernels stay stored but do not serve requests that name no family; on the shipped
     H100 timings 468x26x6323/TT (a skinny plan before, 0.78x cuBLAS) goes to a 3xTF32 split-K kernel, and
     SKINNY_AUTO = 1 brings the skinny plan back."""
     import importlib

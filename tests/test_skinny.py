@@ -1,17 +1,14 @@
 """The skinny family (templates/skinny.cu.j2) without a GPU: names, rules, the shapes it takes, its
 source compiled by nvcc (tests/gpu/test_skinny_gpu.py runs it)."""
-import dataclasses
 import shutil
 import subprocess
 
 import pytest
 
 from gemmgen.codegen.render import render
-from gemmgen.kernel.config import KernelConfig
 from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules.registry import explain
 from gemmgen.tune.space import sample_valid
-from tests.scripts import load
 
 BASE = preset("skinny").replace(split_k=2, reduce="workspace", min_blocks=2)
 OWN = {"layout": "TN", "BM": 128, "BN": 24, "BK": 32, "TM": 4, "warps_k": 8, "vec": 1, "stages": 3,
@@ -104,24 +101,3 @@ def test_the_source_compiles_without_spills(tmp_path, c):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert " 0 bytes spill stores" in out.stderr and c.name in out.stderr
-
-
-@pytest.mark.parametrize("gpu", ["h100", "h200"])
-def test_the_candidates_script_names_every_timed_kernel_once(tmp_path, gpu):
-    """benchmarks/skinny_kernels.py's sets s18 and s19 are timed in the results files, are in NN exactly the
-    skinny kernels timed there, share no kernel, and --set s19 writes a results file of this GPU with no
-    times."""
-    import json
-
-    mod, files = load("skinny_kernels"), load("candidates")
-    shipped = json.loads((files.RESULTS / files.GPUS[gpu]).read_text())["timings"]["kernels"]
-    s18, s19 = {c.name for c in mod.session18()}, {c.name for c in mod.session19()}
-    timed = {n for n, k in shipped.items() if k["config"]["family"] == "skinny"}
-    nn = {n for n in timed if shipped[n]["config"]["layout"] == "NN"}
-    assert not s18 & s19 and len(s19) > 56
-    assert s18 | s19 <= timed and {n for n in s18 | s19 if "_nn_" in n} == nn
-    assert mod.main(["--gpu", gpu, "--set", "s19", "--out", str(tmp_path)]) == 0
-    written = json.loads((tmp_path / files.GPUS[gpu]).read_text())
-    assert written["device"] == json.loads((files.RESULTS / files.GPUS[gpu]).read_text())["device"]
-    assert set(written["timings"]["kernels"]) == s19
-    assert not any(k["ms"] for k in written["timings"]["kernels"].values())

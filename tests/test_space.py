@@ -390,7 +390,7 @@ def test_split_k_reaches_skinny_shapes():
 def test_small_simt_tiles_draw_blocks_an_sm_up_to_64_registers():
     """``blocks`` (1..16) is min_blocks for tiles of at most 64x64, capped where 64 registers a thread are
     left (4 warps: 8 blocks, 2 warps: 16), and 1 or 2 for larger tiles; every such config round-trips
-    (session 35: 32x32 tiles of 4 warps at 118 registers ran 1.66 waves where cuBLAS ran one)."""
+    (32x32 tiles of 4 warps at 118 registers ran 1.66 waves where cuBLAS's ran one)."""
     space = load_space("simt", "sm_90")
     small = preset("v10").replace(BM=32, BN=32, BK=8, WM=16, WN=16, WMITER=2, WNITER=1, TM=2, TN=2, vec=2, label="")
     pair = small.replace(BN=32, WN=32, WMITER=4)                       # 2 warps (64 threads)

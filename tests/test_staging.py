@@ -152,7 +152,7 @@ def test_shipped_h100_results_copy_a_skinny_operand_into_a_split_tma_kernel_and_
 def test_a_plans_predicted_time_reads_the_rows_as_the_copies_leave_them():
     """plan_ms: a plan that keeps unaligned rows is predicted on unaligned rows (4-byte copies), one that
     copies them on aligned rows plus the copies. `gemmgen results plan` printed the aligned prediction
-    for both (28x8883x19 NN: 8.8 us against its own candidate line's 10.5, session 29)."""
+    for both (8.8 us against its own candidate line's 10.5)."""
     from gemmgen.runtime.staging import copies_ms, plan_ms
 
     fit = fits(1.0)("NN")[0]

@@ -1,11 +1,11 @@
-"""benchmarks/targets.py: issue 11's tables run in one command and judged against the targets (recorded rows
+"""benchmarks/targets.py: the release tables run in one command and judged against the targets (recorded rows
 stand in for the GPU's; the judging is what is tested)."""
 from __future__ import annotations
 
 import json
 
 import pytest
-from scripts import load, refused
+from tests.scripts import load, refused
 
 SET = [("1024x1024x1024", "NN", 1.6), ("128x4096x4096", "NN", 1.2)] + [(f"{n}x{n}x{n}", "NN", 2.0) for n in range(10)] \
     + [("4096x4096x4096", lay, 2.0) for lay in ("NT", "TN", "TT")]
@@ -93,20 +93,20 @@ def test_random_tables_take_the_seeds_and_each_source_runs_once(tmp_path):
     assert "--seed" not in runs["set"] and runs["gemv"][runs["gemv"].index("--shapes") + 1].endswith("gemv.toml")
 
 
-def test_run_writes_each_tables_json_and_printout_then_judges(tmp_path, monkeypatch, capsys):
+def test_run_writes_each_tables_json_and_printout_then_judges(tmp_path, capsys):
     """run with a stand-in for matmul_vs_cublas.py (it writes recorded rows where --json says, or fails)."""
     import subprocess
+    import sys
 
     targets = load("targets")
     fake = tmp_path / "fake.py"
     fake.write_text("import json, sys\nout = sys.argv[sys.argv.index('--json') + 1]\nprint('timed', sys.argv[1:3])\n"
                     "if '--family' in sys.argv: sys.exit(3)\n"
                     f"json.dump({{'device': {{'name': 'X'}}, 'rows': {json.dumps(_rows(SET))}, 'complete': True}}, open(out, 'w'))\n")
-    monkeypatch.setattr(targets, "SCRIPT", fake)
     out = tmp_path / "runs"
     out.mkdir()
     (out / "simt.json").write_text(json.dumps({"rows": _rows(SET), "complete": True}))   # a stale run's rows
-    assert targets.main(["run", "--out", str(out), "--only", "set", "layouts", "simt"]) == 1
+    assert targets.main(["run", "--out", str(out), "--only", "set", "layouts", "simt"], program=(sys.executable, str(fake))) == 1
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=targets.HERE, capture_output=True, text=True).stdout.strip()
     runs = json.loads((out / "meta.json").read_text())["runs"]
     assert runs["set"]["commit"] == (head or "?") and runs["set"]["exit"] == 0 and runs["simt"]["exit"] == 3

@@ -340,7 +340,7 @@ def test_two_narrow_blocks_share_an_sm_without_setmaxnreg():
 
 def test_two_blocks_accept_the_timed_tiles():
     """The tiles timed with two blocks an SM stay valid: 128x32 and 64x64 fit the cap, 128x48 spills
-    ~100 bytes under it and still ran fastest on some few-row and few-column shapes (session 22)."""
+    ~100 bytes under it and still ran fastest on some few-row and few-column shapes."""
     for change in (dict(), dict(BN=48, WN=48, stages=3), dict(BM=64, BN=64, WN=64), dict(BM=64)):
         assert _rules(WS_NARROW.replace(min_blocks=2, **change)) == [], change
 

@@ -12,7 +12,6 @@ from gemmgen.codegen.render import render
 from gemmgen.base.devices import for_arch
 from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules import explain
-from tests.scripts import load
 
 WS = preset("tf32x3-ws").replace(label="")
 LAYOUTS = ["NN", "NT", "TN", "TT"]
@@ -151,7 +150,7 @@ def test_persistent_mbarriers_sit_past_the_staging_tile_at_the_end_of_shared_mem
 def test_unaligned_rows_of_c_store_whole_chunks_apart_from_the_row_ends():
     """C's rows not 16-byte aligned: the loop of 16-byte stores holds no element path (a lane on a row's
     end made its warp wait on 4 more stores: the unaligned epilogue ran 30% slower than the aligned one at
-    4504x2503x17 NN, 10% once the ends went to a loop of their own; H100, session 27); the ends, a
+    10% once the ends went to a loop of their own); the ends, a
     lane each, take the element path. The GPU tests check the values on odd N, padded rows and offsets."""
     code = render(WS.replace(layout="NN"), for_arch("sm_90")).code
     unaligned = code.split("C's rows are not 16-byte aligned")[1].split("// ---- ")[0]
@@ -165,7 +164,7 @@ def test_shifted_staging_rows_are_apart_so_that_a_warps_writes_need_two_wavefron
     """The rendered stride of the shifted staging rows, in a model of shared memory's 32 banks: a warp's
     4-byte writes (8 rows x 4 columns, each row shifted by its own (lead + m * ldo) % 4) need at most 2
     wavefronts for every ldo % 4 and lead. At C_LD (8 banks mod 32) ldo % 4 == 2 needed 4; at BN + 4 the
-    plans on such rows ran 4-10% faster (4873x3590x17 TN 48.6 -> 44.5 us, H100, session 28)."""
+    plans on such rows ran 4-10% faster on the H100."""
     code = render(WS.replace(layout="NN", BN=bn, WN=bn), for_arch("sm_90")).code
     stride = eval(re.search(r"constexpr int C_LD_S = ([^;]+);", code).group(1), {"BN": bn})
     assert "r * C_LD_S + shift(m0 + r)" in code
@@ -219,59 +218,6 @@ def test_compiles_for_sm_90a_without_spills(layout, variant):
     assert not bad, bad
 
 
-def test_the_candidates_script_writes_valid_kernels_of_every_layout(tmp_path):
-    """benchmarks/ws_kernels.py: the variant's first timing set, every kernel valid on the H100, each
-    layout with the same tiles, split-K both ways and the persistent grid, no times yet."""
-    import json
-
-    mod = load("ws_kernels")
-    assert mod.main(["--gpu", "h100", "--out", str(tmp_path)]) == 0
-    written = json.loads((tmp_path / mod.GPUS["h100"]).read_text())["timings"]["kernels"]
-    configs = mod.candidates("h100")
-    assert set(written) == {c.name for c in configs} and not any(k["ms"] for k in written.values())
-    per_layout = {layout: [c for c in configs if c.layout == layout] for layout in LAYOUTS}
-    assert len({len(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) >= 40
-    nn = per_layout["NN"]
-    assert all(c.tma and c.async_copy and not explain(c, "h100") for c in configs)
-    assert {c.reduce for c in nn if c.split_k > 1} == {"atomic", "workspace"} and any(c.persistent for c in nn)
-
-
-def test_the_shallow_group_is_new_valid_and_in_every_layout(tmp_path):
-    """ws_kernels.py --set shallow: 64-row one-consumer tiles and persistent grids, none of them in the
-    first timing set, the same configs in each layout, all valid on the H100."""
-    import json
-
-    mod = load("ws_kernels")
-    assert mod.main(["--gpu", "h100", "--out", str(tmp_path), "--set", "shallow"]) == 0
-    written = json.loads((tmp_path / mod.GPUS["h100"]).read_text())["timings"]["kernels"]
-    group, first = mod.candidates("h100", "shallow"), mod.candidates("h100")
-    assert set(written) == {c.name for c in group} and not {c.name for c in group} & {c.name for c in first}
-    per_layout = {layout: {c.replace(layout="NN").name for c in group if c.layout == layout} for layout in LAYOUTS}
-    assert len({frozenset(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) >= 30
-    assert all(not explain(c, "h100") and c.split_k == 1 for c in group)
-    assert {c.persistent for c in group} == {0, 132, 264} and {c.BM for c in group} == {64, 128}
-
-
-def test_the_deep_group_splits_few_tiles_more_than_the_space_does(tmp_path):
-    """ws_kernels.py --set deep: the narrow and swapped two-block tiles with 24..64 K slices (the space
-    stops at 16), atomics and one workspace split, the same configs in each layout, all valid on both
-    GPUs, none in the earlier groups."""
-    import json
-
-    mod = load("ws_kernels")
-    for gpu in ("h100", "h200"):
-        assert mod.main(["--gpu", gpu, "--out", str(tmp_path / gpu), "--set", "deep"]) == 0
-        written = json.loads((tmp_path / gpu / mod.GPUS[gpu]).read_text())["timings"]["kernels"]
-        group = mod.candidates(gpu, "deep")
-        assert set(written) == {c.name for c in group} and not any(k["ms"] for k in written.values())
-        earlier = {c.name for g in ("first", "narrow", "swapped", "narrow-o2", "swapped-o2") for c in mod.candidates(gpu, g)}
-        assert not {c.name for c in group} & earlier
-        per_layout = {layout: {c.replace(layout="NN").name for c in group if c.layout == layout} for layout in LAYOUTS}
-        assert len({frozenset(v) for v in per_layout.values()}) == 1 and len(per_layout["NN"]) == 25
-        assert all(not explain(c, gpu) and c.min_blocks == 2 for c in group)
-        assert {c.split_k for c in group} == {24, 32, 48, 64} and {c.reduce for c in group} == {"atomic", "workspace"}
-
-
 def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
     """3xTF32 with the kernel's A m contiguous (TN, TT, NN swapped): A staged [BK][BM + 8] (1 KB more a
     stage), except where that would not fit a block (227 KB) or its min_blocks on an SM: then the 4-byte
@@ -290,7 +236,7 @@ def test_m_contiguous_a_is_staged_as_it_lies_where_the_stages_have_room():
 
 def test_a_kmajor_false_keeps_the_producers_transposing_copies_where_a_could_be_staged_as_it_lies():
     """a_kmajor = False (name part ``atp``): an m-contiguous A is transposed K-major by the producer's
-    4-byte copies, the staging before session 25 (the 128x192 one-block kernels spill less that way), so
+    4-byte copies, the older staging (the 128x192 one-block kernels spill less that way), so
     both variants can be timed and dispatched; only where A could be staged as it lies (else the rules
     refuse it, and a moved config drops out of that layout)."""
     for layout, swap in (("TN", False), ("TT", False), ("NN", True)):
@@ -317,7 +263,7 @@ def test_k_contiguous_a_is_staged_unswizzled_and_copied_16_bytes_a_copy_where_th
     stage at BM = 128), its rows copied as the 16-byte chunks around them (unaligned rows shifted, a 9th
     chunk for their ends) and read by the consumers where they landed; only where that padding keeps the
     SM's shared-memory carveout (else L1, through which 4-byte copies go, shrinks: 266x7295x474 NT ran
-    0.84x as fast with it, session 28) and fits; else the swizzled layout as before."""
+    0.84x as fast with it) and fits; else the swizzled layout as before."""
     from gemmgen.kernel.memory import hopper_carveout
 
     kshift = WS.replace(layout="NT", BN=160, WN=160, stages=3)
@@ -376,21 +322,6 @@ def test_pingpong_mbarriers_sit_past_both_staging_tiles():
     stages_floats = cfg.stages * (_a_stage_floats(cfg) + 2 * cfg.BN * cfg.BK)
     assert offset == cfg.c_stage_floats
     assert (stages_floats + offset) * 4 + cfg.stages * 24 + 16 == cfg.smem_bytes   # 3 per stage, then order[2]
-
-
-def test_the_pingpong_ab_script_times_valid_kernels_of_both_schedules_in_every_layout():
-    """benchmarks/pingpong_ab.py: every config it times is valid on an H100 in every layout, its shapes
-    parse, and it holds both schedules (cooperative and pingpong) and the preset."""
-    from gemmgen.base import Shape
-
-    script = load("pingpong_ab")
-    cfgs = script.configs()
-    for cfg in cfgs.values():
-        for layout in LAYOUTS:
-            assert _rules(cfg.replace(layout=layout)) == [], (cfg.name, layout)
-    assert {c.pingpong for c in cfgs.values()} == {False, True}
-    assert cfgs["pp128"].name == preset("tf32x3-ws-pp").name
-    assert all(Shape.parse(s).K > 0 for s in script.SHAPES)
 
 
 def test_explain_counts_the_pingpong_consumers_and_says_they_take_tiles_in_turn():

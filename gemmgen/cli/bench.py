@@ -1,4 +1,4 @@
-"""``gemmgen bench``: time presets or configs against cuBLAS on this GPU, seed 000's table.
+"""``gemmgen bench``: time presets or configs against cuBLAS on this GPU: TFLOP/s, ratio to cuBLAS, resources.
 
 Each kernel passes the correctness gate first and runs in an isolated worker process; cuBLAS is
 timed in the same run, interleaved with it, in the mode of the kernel's precision class: strict
@@ -95,5 +95,5 @@ def _progress(i: int, n: int, row) -> None:
     print(f"[{i}/{n}] {row.label} {row.shape}: {what}", file=sys.stderr, flush=True)
 
 
-COMMAND = Command("bench", "time kernels against cuBLAS on this GPU (seed 000's table)", configure, run,
+COMMAND = Command("bench", "time kernels against cuBLAS on this GPU (TFLOP/s, ratio to cuBLAS, registers, occupancy)", configure, run,
                   description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EPILOG)

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from . import checks
+from . import checks, results_merge
 from .command import Command
 
 EPILOG = """examples:
@@ -13,7 +13,8 @@ EPILOG = """examples:
   gemmgen results show h100                             best kernel per shape on the H100
   gemmgen results export h100 4096x4096x4096 --out k/   the winner's .cu and a JSON manifest
   gemmgen results plan h100 128x4096x4096/TN            the kernel matmul runs there, and why (no GPU needed)
-  gemmgen results tuned h100 --json                     what first-call tuning kept on this machine"""
+  gemmgen results tuned h100 --json                     what first-call tuning kept on this machine
+  gemmgen results merge results/nvidia-h200.json fresh/nvidia-h200.json --replace   re-timed kernels join"""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,6 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     tnd.add_argument("gpu", nargs="?", help="only this GPU (name, alias or file stem); --clear needs it")
     tnd.add_argument("--clear", action="store_true", help="delete the GPU's picks (timed again on next first calls)")
     tnd.add_argument("--json", action="store_true", help="print JSON")
+    results_merge.configure(sub)
     from . import results_builtin
     bld = sub.add_parser("builtin", help="choose the built-in kernels from tuned GPUs' timings",
                          description=results_builtin.DESCRIPTION, epilog=results_builtin.EPILOG,
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from ..records import listing, lookup
     from ..records.export import export
 
+    if args.action == "merge":
+        return results_merge.run(args)
     if args.action == "tuned":
         from . import results_tuned as tuned
 
@@ -122,5 +126,5 @@ def _fmt(v) -> str:
     return f"{v:.3g}" if isinstance(v, float) else ("" if v is None else str(v))
 
 
-COMMAND = Command("results", "list, show and export tuned kernels", configure, run,
+COMMAND = Command("results", "list, show, export and merge tuned kernels", configure, run,
                   description=__doc__.splitlines()[0].split(": ", 1)[1], epilog=EPILOG)

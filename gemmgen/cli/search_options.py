@@ -63,7 +63,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
       "entries) here instead, e.g. an H200's winners on an H100")
     a("--only-timed", action="store_true", help="time each kernel only on the shapes FILE times it on: re-time "
       "kernels whose code changed, FILE holding just them, --results a fresh folder; "
-      "benchmarks/merge_timings.py --replace stores the times")
+      "`gemmgen results merge --replace` stores the times")
     where = parser.add_argument_group("where it runs and what it keeps")
     a = where.add_argument
     a("--devices", default="0", help="GPU indices, comma-separated: one worker per GPU (default 0)")

@@ -139,7 +139,7 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # one loop: kernels near their register limit (two blocks an SM: ptxas spilled more or serialized wgmma;
     # over RAGGED_MAX_SUMS sums a consumer thread, BN 176-208: 4-290 more bytes spilled), pingpong (wgmma
     # serialized behind the branch, C7520), and kernels without partials (TF32, f16, bf16: the guarded
-    # wgmma beside the previous stage's in flight were serialized, C7515, 4096^3 13% slower). Session 40.
+    # wgmma beside the previous stage's in flight were serialized, C7515, 13% slower at deep K).
     tight = c.min_blocks > 1 or c.accumulators > RAGGED_MAX_SUMS or c.pingpong or not g.partials
     g.ragged_steps = None if tight else "branch" if c.persistent and c.async_copy else "tail"
     # The epilogue stages each consumer's WM x BN tile of C (persistent: in a region of its own; else in

@@ -74,7 +74,7 @@ class SharedMemory:
         (16-byte copies of its rows of k; the consumers read their fragments from it into registers),
         not transposed into wgmma's K-major layout by 4-byte copies: where it can (``a_mmajor_choice``)
         and ``a_kmajor`` (A [BK][BM] in shared memory, the default) asks for it. Neither wins everywhere:
-        the 128x192 one-block kernels spill more staging A as it lies (docs/PERFORMANCE.md, session 26)."""
+        the 128x192 one-block kernels spill more staging A as it lies."""
         return self.a_kmajor and self.a_mmajor_choice
 
     @property
@@ -99,11 +99,9 @@ class SharedMemory:
         which read their fragments into registers, read it there), not 4 bytes a copy into wgmma's swizzled
         layout. Where BK is 32 (a quarter-warp moves a row's 8 chunks), B is k contiguous too (NT as run),
         and the 9th chunk of each row keeps the SM's shared-memory carveout (:func:`hopper_carveout`); else
-        swizzled as before. On the H100 (session 28) the NT plans with unaligned rows of A gained 3-11%
-        (621x432x9883 NT 117 -> 106 us), but where the padding moved the carveout (a 128x64 6-stage kernel:
-        193 -> 205 KiB an SM, carveout 196 -> 228 KiB) L1 lost the room the 4-byte copies go through (B's
-        unaligned or n-contiguous rows): 266x7295x474 NT ran 0.84x as fast, and NN plans 0.87-0.94x, where
-        an n-contiguous B is transposed by 4-byte copies through L1 (NN stays swizzled: it gained nowhere)."""
+        swizzled as before. On the H100 the NT plans with unaligned rows of A gained 3-11%, but where the
+        padding moved the carveout L1 lost the room the 4-byte copies go through (B's unaligned or
+        n-contiguous rows), and those plans ran 6-16% slower (NN stays swizzled: it gained nowhere)."""
         if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout == "NT"):
             return False
         if self.BK != 32 or self.BM % 64:

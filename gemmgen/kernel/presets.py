@@ -38,7 +38,7 @@ _PRESETS: dict[str, tuple[KernelConfig, str]] = {
 }
 
 # v13's built-in fallback per architecture family, used until a search has stored a better one.
-# sm_90: the fastest of benchmarks/sweep.py's 48 candidates on an H200 at 4096^3 (46.3 TFLOP/s, 90% of
+# sm_90: the fastest of 48 candidates around v10 on an H200 at 4096^3 (46.3 TFLOP/s, 90% of
 # cuBLAS): 256x128 tiles, 8x16 results per thread, register-staged double buffering with BK=16.
 _BUILTIN_BEST = {
     "sm_80": _V10.replace(BK=16),
@@ -60,7 +60,6 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     # 128-byte-swizzled shared memory, B from registers. 3xTF32: 2 warpgroups over a 128x128 tile, BK = 64
     # halves the per-stage barriers and partial-sum additions of BK = 32 (H100, 8192^3: 87.1 TFLOP/s,
     # 1.67x cuBLAS SGEMM). TF32 has no partial sums, so its registers allow 256x128 (161 TFLOP/s).
-    # benchmarks/wgmma_sweep.py has the sweep.
     "tf32x3-wgmma": (_WG, "3xTF32 on Hopper wgmma: warpgroup-wide async MMA, fp32 accuracy (sm_90a only)"),
     "tf32-wgmma": (_WG.replace(family="tf32", BM=256, WM=256, BK=32, stages=4),
                    "TF32 on Hopper wgmma: operands rounded to TF32 (sm_90a only)"),
@@ -72,7 +71,7 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
 # `wmma-db` adds a cp.async double buffer. `wmma-fast` is the classic Ampere tensor-core design:
 # 128x256 tiles of 8 warps of 64x64 (4 loads of A and 4 of B feed 16 mma tiles per k16 step), 3
 # cp.async stages (81 KB, so it fits 99 KB GPUs too; try stages=4 on an H100), thread-block raster 8.
-# Warp-specialized TMA kernels (issue 12): a producer warpgroup (TMA into mbarrier stages, and for the
+# Warp-specialized TMA kernels: a producer warpgroup (TMA into mbarrier stages, and for the
 # 3xTF32 3 warps that split each stage; for TF32 the copy engine rounds to TF32 itself), consumer warpgroups of 64 rows x BN on wgmma.
 # Layout NT (both operands K-major); sm_90a only.
 _TMA = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=176, BK=32, WM=64, WN=176,

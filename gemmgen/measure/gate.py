@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..base.outcome import WrongResult
 
-FACTOR = 1.5   # issue 7: at most 1.5 x the error of cuBLAS in the same mode, on the same inputs
+FACTOR = 1.5   # at most 1.5 x the error of cuBLAS in the same mode, on the same inputs
 # The floor of the bound where cuBLAS is (nearly) exact: tiny K, or f16/bf16 inputs, whose products
 # are exact in fp32. fp32 class: 3xTF32 drops small*small and truncates its TF32 parts (the
 # warp-specialized cp.async kernels round A's small part), ~2^-21 per product whatever K, while SGEMM

@@ -22,9 +22,9 @@ _SMEM_DEFAULT_LIMIT = 48 * 1024
 # programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
 # finishes instead of after. AFTER_COPIES: behind matmul's operand copies (runtime.calls.Prepared);
 # AFTER_SCALE: behind an atomic split's scale kernel. Neither of those triggers early (the dependent is
-# placed as their blocks exit): session 17's variant, the scale triggering at its start and the main
-# kernel waiting before its first atomicAdd, lost 2-24% on 8 of 43 plans; this one won on 48 of 48
-# (session 23). Module constants, so that an A/B can flip them per call (benchmarks/pdl_ab.py).
+# placed as their blocks exit): the scale kernel triggering at its start, the main kernel waiting only
+# before its first atomicAdd, lost up to 24% on the H100. Module constants, so that an A/B can flip them
+# per call.
 AFTER_COPIES = True
 AFTER_SCALE = True
 MAX_PREPARED = 4096   # prepared launches kept per kernel and thread; then they start again

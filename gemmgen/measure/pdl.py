@@ -5,12 +5,11 @@ kernel ahead may let it start early (``griddepcontrol.launch_dependents``).
 
 gemmgen launches kernels so in :class:`.launch.Launch`: the reduce kernel of a workspace split-K
 config after the main one (it waits at its start, so only its launch overlaps the main kernel's tail:
-on the H100 6 of 6 workspace plans of random shapes ran 1.1-6.3% faster; session 17), and a Hopper GEMM
+on the H100 workspace plans of random shapes ran 1.1-6.3% faster), and a Hopper GEMM
 kernel behind matmul's operand copies or behind an atomic split's scale kernel (it waits at its start;
 the kernels ahead never trigger early, so its blocks are placed as theirs exit: 48 such plans of random
-shapes 1.360x -> 1.385x cuBLAS on the H100, none slower; session 23). Session 17's earlier variant, the
-scale kernel triggering at its start and the main kernel waiting only before its first atomicAdd, lost
-2-24% on 8 of 43 plans (140x1424x1179 NN, 128x128x64 tiles split 4: 31.0 -> 40.8 us).
+shapes ran 1.8% faster on the H100, none slower). Triggering early instead, the scale kernel at its start
+and the main kernel waiting only before its first atomicAdd, lost up to 24% on some plans.
 
 ``cuLaunchKernelEx`` is called through ctypes on libcuda (CuPy's driver module does not wrap it); the
 structures follow cuda.h (CUDA 12+). Without the entry point (an older driver) or below sm_90 the

@@ -20,7 +20,7 @@ thread: its buffers are per thread. A stream
 being captured into a CUDA graph gets none (the graph keeps the two launches, and replaying it never
 touches a buffer that eager work uses): one cudaStreamIsCapturing per such launch.
 
-Measured on the H100 (session 42). The second launch cost 0.8-2.6 us of 7-30 us (60 launch-sized split
+Measured on the H100: the second launch cost 0.8-2.6 us of 7-30 us (60 launch-sized split
 plans, main kernel alone against the sequence). In one launch, the 45 plans' geomean went from 1.281x to
 1.307x cuBLAS (interleaved in one process); re-timed, the stored pairs under 30 us ran 0.95-1.00x their
 two-launch times in one wave of blocks and 1.09-1.32x over 2-4 waves, hence the one-wave rule. A first

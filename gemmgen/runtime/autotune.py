@@ -5,8 +5,8 @@ needs no GPU time. With ``gemmgen.tune_first_calls(3)`` (or ``GEMMGEN_TUNE=3`` i
 first call of a request kind (shape, layout, leading dimensions, alignment, precision, family) on a GPU
 times the dispatch's plan and the kernels that run the request as it is with the least predicted times
 (:meth:`.library.KernelLibrary.alternatives`: the first ``candidates`` of them, the plan's kernel usually
-among them, and the first two of each family: a far SIMT prediction can be 1.4x off, docs/PERFORMANCE.md,
-session 41). The plan runs first (a failure is the call's own); the others compile (a candidate that does
+among them, and the first two of each family: a far SIMT prediction can be 1.4x
+off). The plan runs first (a failure is the call's own); the others compile (a candidate that does
 not build is left out, with one warning), then run into a scratch C, timed as the stored timings were
 (:func:`gemmgen.measure.timing.bench_interleaved`: interleaved, the L2 flushed before each run, CUDA
 events; three estimate rounds, one or more warm-up rounds and at least five timed ones: a millisecond or

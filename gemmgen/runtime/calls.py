@@ -4,10 +4,9 @@ Everything a call does that depends only on the operands' shapes, strides, dtype
 alignment and on the options (the argument checks, the layouts, the plan: which kernel, which copies,
 where they land) is worked out on the first call of a kind (:mod:`.matmul`) and kept as a
 :class:`Prepared`, with the launches' parameter buffers filled but for the pointers and scalars
-(:class:`gemmgen.measure.launch.Launch`, :class:`.copy_kernels.Copy`). On the H100 a call of the old
-route spent 40-75 us of host time (a copy 12 us, a kernel launch 9-25 us, the output checks 12 us)
-where cuBLAS spends 15-25, and half of the untuned shapes that cuBLAS runs in 20-60 us were bound by
-it (docs/PERFORMANCE.md, session 16).
+(:class:`gemmgen.measure.launch.Launch`, :class:`.copy_kernels.Copy`). Checked and planned on every
+call, a request spent 40-75 us of host time on the H100 where cuBLAS spends 15-25, and products that
+cuBLAS runs in 20-60 us were bound by it.
 
 Prepared requests are kept per thread (they own parameter buffers, which a launch refills), at most
 MAX_PREPARED of them; then they start again.

@@ -39,27 +39,22 @@ from .predict import LAUNCH_MS, Fitted, fit_points, launch_base
 LAYOUTS = ("NN", "NT", "TN", "TT")
 TRANSFER = 1.1   # a kernel serving another layout than it was timed in, where no pair of timings says
 MIN_PACK_MS = 0.05   # below this predicted time a request never copies: copies cost launches and host time
-                     # that the GPU no longer hides (a call with two copies: 42-66 us of host time on the
-                     # H100 through transpose.staged_pair, matmul alone 22-29 us; session 12)
-SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok (A/Bs on the H100, sessions 10 and 12):
+                     # that the GPU no longer hides (two copies double a call's host time)
+SMALL_PACK_MS = 0.2  # below this, copies must also pass small_copy_ok:
 SMALL_NEEDS_TMA = 1  # ... feed a TMA kernel (its fits predict within 1-6%; a cp.async kernel's within 30%)
-                     # that is not split (split-K adds launches: 143x849x3291 NN 1.00x -> 0.80x),
+                     # that is not split (split-K adds launches, which small products do not hide),
 COPY_SHARE = 0.8     # ... cost at most this share of the kernel they feed,
-SPLIT_COPY_SHARE = 0.3  # ... or, into a split one, at most this share (the skinny operand of 4096x16x16384
-                     # NN: 0.94x -> 1.34x; 0 -> 0.1: 8 plans 1.03x -> 1.36x, 0.1 -> 0.3: 3 plans 1.18x ->
-                     # 1.30x, 0.3 -> 0.8: 26 plans 1.058x -> 1.048x; session 16),
+SPLIT_COPY_SHARE = 0.3  # ... or, into a split one, at most this share (a skinny operand's copy is cheap and
+                     # pays; larger shares lost to the split's extra launch),
 MIN_STAGE_K = 16     # ... and feed at least half a 32-deep K step (the persistent TMA kernels overlap one
-                     # tile's stores with the next one's loads, so shallow K pays: 4687x9902x35 NN 0.69x -> 0.95x)
+                     # tile's stores with the next one's loads, so shallow K pays)
 PAIR_LAUNCHES = 2   # launches counted for copies of both operands: they go out as one (copy_kernels.CopyPair),
-                    # but counting one lost (H100, 16 of 624 random plans changed, most to copies into
-                    # cp.async kernels: 1.272x -> 1.168x; session 23): two keeps their margin
+                    # but counting one took copies into cp.async kernels that then ran slower: two keeps the margin
 CHEAP_PACK = 0.05  # copies this small a share of the product are made on the UNALIGNED guess alone
 SKINNY_AUTO = 0     # the skinny family competes for requests that name no family (1), or never (0: matmul's
-                    # family= has no "skinny"; the kernels stay stored, for A/Bs). Off since session 38: on 1889
-                    # random H200 shapes (off the grids), the 42 plans that ran a skinny kernel ran 1.240x cuBLAS
-                    # where the best other timed candidate ran 1.332x (4424x18x2584 TN 0.64 -> 1.13x,
-                    # 1284x22x9081 TT 0.54 -> 1.33x); its fits, 124 kernels of one narrow regime, pick the most
-                    # optimistic of many near-equal predictions
+                    # family= has no "skinny"; the kernels stay stored, for A/Bs). Off: off the grids the split-K
+                    # 3xTF32 kernels beat the skinny picks (1.33x against 1.24x cuBLAS on random shapes), whose fits,
+                    # of one narrow regime, pick the most optimistic of many near-equal predictions
 
 
 def dispatch(entries: Mapping[str, Entry], M: int, N: int, K: int, layout: str = "NN",
@@ -93,7 +88,7 @@ def layout_factors(fits: Sequence[Fitted]) -> dict[tuple[str, str, str], float]:
     """(family, timed layout, served layout) -> median time ratio of one config timed in both layouts
     on the same M, N, K (its layout letters aside). Ratios of whole times, though a prediction applies
     the factor above the launch base only: on ratios of (time - base) the 70,000 measured layout pairs
-    replay no better (mean |log error| 0.0661 either way on the H100; session 29's review).
+    replay no better (the same mean |log error| either way on the H100).
 
     >>> from gemmgen.base.devices import known
     >>> from gemmgen.kernel.presets import preset
@@ -229,11 +224,9 @@ def small_copy_ok(own_ms: float, copy_ms: float, kernel_ms: float, K: int, tma: 
     above; below it (down to MIN_PACK_MS, under which nothing copies) only into a TMA kernel
     (SMALL_NEEDS_TMA), where the copies cost at most COPY_SHARE of that kernel (SPLIT_COPY_SHARE of a
     split one: its reduce is one more launch, so only a skinny operand's copy pays) and K is at least
-    MIN_STAGE_K. A/Bs on the H100 (benchmarks/ab_plans.py): in session 10 copying into the TMA kernel's
-    layout won up to 1.6x on mid-size shapes (468x8958x654 NN: 0.94x -> 1.47x cuBLAS, 6106x1624x264 TT:
-    1.03x -> 1.41x); copies into cp.async kernels lost 4 of 6 (174x2792x3814 NT: 0.97x -> 0.64x). In
-    session 12, with the copies' host time cut (transpose.staged_pair) and persistent TMA kernels, the
-    small shallow-K shapes won too (4687x9902x35 NN 0.69x -> 0.95x, 8602x387x179 TT 0.77x -> 0.96x).
+    MIN_STAGE_K. Copying into a TMA kernel's layout wins up to 1.6x on mid-size shapes, since the TMA fits
+    predict within a few percent; copies into cp.async kernels, whose fits are looser, lost more often than
+    they won (A/Bs on the H100, benchmarks/ab_plans.py).
 
     >>> small_copy_ok(0.15, 0.01, 0.10, 347, True), small_copy_ok(0.15, 0.01, 0.10, 347, False)
     (True, False)

@@ -4,17 +4,17 @@ C = alpha * A @ B + beta * C with M == 1 or N == 1 is a matrix-vector product: o
 once and whole (K x N for one row of C, M x K for one column), the other is a vector v of K elements, and
 the time is X's bytes over the memory bandwidth. A GEMM tile pads the vector side to its own width (a
 128-row 3xTF32 tile does 128 times the work) and runs at a third of the bandwidth; cuBLAS switches to a
-GEMV kernel there (H200, 1x4096x4096: 24 us, 2.8 TB/s; the tuned GEMM kernels ran 0.70-0.78x of it,
-session 46). Two kernel forms of SOURCE (templates/gemv.cu) cover the four layouts (:func:`route`):
+GEMV kernel there (H200, 1x4096x4096: 24 us, 2.8 TB/s; the tuned GEMM kernels ran 0.70-0.78x of it).
+Two kernel forms of SOURCE (templates/gemv.cu) cover the four layouts (:func:`route`):
 
 - gg_gemv_rows: X's rows run along k (A stored N for N == 1, B stored T for M == 1): 4..32 lanes a row
   (by K), each row's first elements up to a 16-byte boundary one by one, the rest 16 bytes at a time,
   four loads in flight a lane, a shuffle sum at the end. gg_gemv_rows8 keeps eight in flight, for fewer
   than ROW_DEEP blocks an SM; it and gg_gemv_rows_odd (rows of odd length, 16 bytes apart no more) load
   the vector's elements that sit off 16 bytes as two aligned 16-byte loads and a shift, not four 4-byte
-  loads (H200, session 47: 3001x1x3001 0.90 -> 1.02x cuBLAS, 1x3001x3001 TT 0.92 -> 1.02x).
+  loads (rows of odd length then run at the aligned rows' rate).
   gg_gemv_rows_wide spans a row across 2..8 warps where the rows give fewer than WIDE blocks an SM and
-  that saves a K split (H200, session 48: 300x1x5000 8.9 -> 8.5 us);
+  that saves a K split (the split's reduce launch costs more);
 - gg_gemv_cols: X's rows are k (A stored T, B stored N): a thread owns 4 consecutive outputs, a block
   up to 64 such threads across and the rest of its 256 walking k (eight rows of X in flight; four where
   the rows are not 16 bytes apart and take 4-byte loads: 3001x1x3001 TN 0.78 -> 1.08x), the k-groups'
@@ -24,8 +24,8 @@ Where the outputs give too few blocks for two waves, or a thread of gg_gemv_cols
 than ROUNDS rounds of loads, K is split into ``slices``: each writes its partial sums to a workspace and
 gg_gemv_reduce adds them in slice order (deterministic, no atomics; launched as a programmatic
 dependent on sm_90), then applies alpha and beta. beta == 0 never reads C; Inf and NaN in A or B
-propagate as in SGEMM (plain fp32 products and sums). H200, 31 such shapes: 0.91-1.41x cuBLAS, geomean
-1.11x (docs/PERFORMANCE.md, session 47; the session-46 kernels: 0.78-1.41x, 1.07x).
+propagate as in SGEMM (plain fp32 products and sums). H200, 31 such shapes: 0.90-1.41x cuBLAS, geomean
+1.13x (docs/PERFORMANCE.md).
 
 Requests of the fp32 class (no family, or the simt family: these are FP32-unit kernels) with float32
 inputs take this route (:func:`serves`); the library hands out a :class:`GemvKernel` where it would
@@ -53,8 +53,8 @@ ROW_DEEP = 3          # gg_gemv_rows8 (eight loads in flight a lane) below this 
 ROW_FEW = 2           # rounds of loads a lane of gg_gemv_rows(8) waits for that are not split where blocks are
                       # a quarter of the SMs or more (the reduce costs more than the rounds)
 WIDE = 1              # rows of gg_gemv_rows widen across warps (gg_gemv_rows_wide) while blocks are fewer than
-                      # this many an SM, where that saves a K split (H200, session 48: 512x1x4096 9.3 -> 8.4 us,
-                      # 300x1x5000 8.9 -> 8.5 us; widening below two waves lost 1x2048x2048 NT 10.7 -> 11.4 us)
+                      # this many an SM, where that saves a K split (widening below two waves without saving a
+                      # split loses: fewer loads in flight)
 LIMIT = 2**26          # the most outputs (and, times 16, K): the kernels index threads, rows and k in 32 bits
                        # (R x 32 lanes, K + a slice); beyond, the GEMM kernels serve
 
@@ -127,8 +127,8 @@ def route(M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, sm_
         while width < 256 and -(-R * width // 256) < WIDE * sm_count and K >= 32 * width:
             width *= 2   # few rows: a row across warps (four 16-byte groups a lane or more), not a K split
         depth, slices = _split(kind, R, K, width, sm_count)
-        if slices > 1 and width > base:   # across warps in place of a split only (64x1x2048 split 32 ways 6.1 us,
-            width = base                  # across 4 warps and split 9 ways 7.0 us: H200, session 48)
+        if slices > 1 and width > base:   # across warps in place of a split only: widened and split as well,
+            width = base                  # a row ran slower than narrow and split more ways
             depth, slices = _split(kind, R, K, width, sm_count)
     else:                # threads across: 4 outputs each, up to 64 (256 outputs a block); the rest walk k
         width = min(COL_WIDTH, _pow2(-(-R // 4)))

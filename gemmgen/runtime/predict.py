@@ -56,41 +56,33 @@ WIDTH = 0.6            # width of the Gaussian over log-distance for the correct
 PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
 UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
 UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose producer warpgroup issues the 4-byte copies beside
-                       # the consumers' math (session 24: their predictions ran a median 1.23x further above their times
-                       # than others'). 1.5 -> 1.2, changed plans of 10 seeds: H100 1.166x -> 1.275x, H200 1.167x -> 1.254x
-UNALIGNED_SIMT = 1.1   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its 1541
-                       # unaligned H100 timings ran a median 1.02x its fit on aligned ones (session 29), and with
-                       # LATENCY_SIMT the fit takes them too (1.004x). 1.3 -> 1.1, changed plans at 2^15..2^27 on
-                       # an H200 (session 45): seeds 425-436 26 plans 1.073x -> 1.094x, 437-448 46 1.122x -> 1.161x
+                       # the consumers' math (at 1.5 their predictions ran a median 1.23x further above their times
+                       # than other kernels')
+UNALIGNED_SIMT = 1.1   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its
+                       # unaligned timings run a median 1.02x its fit on aligned ones
 EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
 REACH = 0.5            # share added per doubling of K steps beyond the most any measurement of the kernel ran, up
-                       # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (H200,
-                       # session 32: a 2-stage TT kernel timed on K <= 93 was predicted 22 us on 1632x139x578, ran 35)
+                       # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (a 2-stage
+                       # kernel timed on K <= 93 ran deep K 1.6x slower than its fit said)
 STEADY = 16            # K steps after which a pipeline runs its steady state: measured that deep, deeper K is the fit's
 FMA_FLOOR = 1.35       # the least a block-step of an FMA kernel costs (:func:`step_floor`), as a multiple of its
                        # FMAs at the SM's peak (DeviceSpec.fma_lanes a clock at the boost clock); 0: no floor.
-                       # No FMA loop issues at the peak: at 1.0 a 6-way split SIMT TT tile fitted on shallow K
-                       # won deep TT plans and ran 0.81-0.90x cuBLAS where 1.35's 3xTF32 picks ran 1.01-1.36x
-                       # (H100, session 36: 61x2207x2403, 9034x17x2865, 11906x24x6892 TT)
+                       # No FMA loop issues at the peak: at 1.0 a split SIMT tile fitted on shallow K won deep-K
+                       # plans it then ran below cuBLAS, where 1.35's 3xTF32 picks ran above
 MAX_RESIDENT = 8       # the most blocks per SM the fit tries
 MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
 CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
 LATENCY_SKINNY = False # fit the latency term (per round-step, w) for the skinny kernels too: a block alone on an SM
-                       # runs its K slice as a chain of dependent steps (H100, session 36: 468x26x6323 TT on 128
-                       # blocks ran 26.2 us where the fit, its u taken from 2-blocks-an-SM grids, said 17.2).
-                       # Off: A/B (session 37, H100, changed plans of seeds 1-30) launch-sized 7 plans 1.191x ->
-                       # 1.248x, all of it that shape, but 2116x22x4351 TN 1.15x -> 0.80x (a skinny pick)
+                       # runs its K slice as a chain of dependent steps. Off: in an A/B its gain came from one
+                       # shape, and it turned other skinny picks slower than cuBLAS
 LATENCY_SIMT = True    # the SIMT kernels too, fitted on all their measurements (they load unaligned rows at ~1.02x):
-                       # fitted on a few aligned one-wave points, many-wave shallow shapes ran 0.46-0.57x their fit.
-                       # A/B (session 44, 12 fresh launch-sized seeds): H100 31 changed plans 1.201x -> 1.247x (5 -> 0
-                       # under 0.9x), H200 43 1.188x -> 1.219x (3 -> 2); no plan of the set or of large shapes changed
-EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (before session 20: True)
+                       # fitted on a few aligned one-wave points, many-wave shallow shapes ran 0.46-0.57x their fit
+EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (their time drove u = v = 0)
 FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
-                       # (the model's base); 0: the model before session 29, launches free
+                       # (the model's base); 0: launches free
 BORROW = False         # unaligned rows with no unaligned measurement near, but aligned ones: correct the fit by
-                       # those (then only the unaligned factor, no extrapolation share). Off: A/B (session 27,
-                       # changed plans of seeds 1-20) H100 30 plans 1.226x -> 1.231x, H200 20 1.178x -> 1.207x,
-                       # but on the held-out seeds (21 41 91 / 21 22 41) 5 of its 7 changed plans ran slower
+                       # those (then only the unaligned factor, no extrapolation share). Off: its gain on the seeds
+                       # it was tuned on did not hold on held-out seeds
 
 
 def launch_base(kernels: Iterable[KernelTimes]) -> float:
@@ -140,9 +132,8 @@ def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
     the SM's peak FP32 rate (:attr:`DeviceSpec.fma_lanes` a clock at the boost clock), for the kernels
     whose products are FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock.
     The fit's ``u`` is held at or above it: fitted on shapes of a few K steps, where the per-block term
-    carries the time, a kernel's ``u`` went below what the SM can do (H100, session 34: a split-K 64x32x8 TT kernel timed
-    on K <= 1100 at full waves fitted u = 0.046 us, 70% of the 0.065 us floor, and ran 3818x61x7216 in
-    130 us where it was predicted 89 and the kernel it displaced ran 59).
+    carries the time, a kernel's ``u`` went below what the SM can do (a split-K SIMT kernel fitted 70% of
+    the floor, and ran deep K 1.5x slower than predicted).
 
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.base.devices import known

@@ -4,14 +4,13 @@ short K. Hand-written kernels of templates/small.cu, any layout, no copies:
 - dots (2 <= M, N <= DOT_MAX): C is a handful of dot products of length K, the time is A's and B's bytes
   read. A GEMM tile pads C to 64 x 32 or more and splits K into a few dozen slices. gg_dots2/4/8 (M, N
   <= 2, 4, 8) give each block a slice of K, each thread 16 / D k in flight, and write the slices' sums to
-  a workspace that gg_dots_reduce adds in order (H200, session 48: 2x2x1000000 376 -> 14.5 us, 0.45 ->
-  11.5x cuBLAS; 8x8x65536 TN 0.74 -> 2.57x; 6x5x3000 NT 1.03 -> 1.31x). K under DOT_MIN_K: the tuned kernels.
+  a workspace that gg_dots_reduce adds in order (H200: 2x2x1000000 in 14.5 us, 11.5x cuBLAS, which pads
+  and splits as a GEMM tile does). K under DOT_MIN_K: the tuned kernels.
 - outer (K <= OUTER_K, or K <= 16 with OUTER_BIG outputs; M, N > 1 and not dots): C is a sum of a few
   outer products, the time is C's bytes written (8192x8192x8: 256 MB). gg_outer4/8/16 (K <= 4, 8, 16)
   stage a block's rows of A and B's tile in shared memory, keep B's K x 4 values of a thread's four
-  columns in registers and walk up to ROWS rows of C, storing 16-byte pieces (H200, session 48:
-  8192x8192x8 NT 132 -> 69 us, 0.83 -> 1.59x cuBLAS, at the 256 MB fill's 68 us; 8x100000x8 0.72 ->
-  1.21x; 100000x8x8 TN 0.90 -> 1.31x).
+  columns in registers and walk up to ROWS rows of C, storing 16-byte pieces (H200: 8192x8192x8 NT in
+  69 us, 1.59x cuBLAS, at the rate of filling C's 256 MB).
 
 Plain fp32 products and sums (Inf and NaN as in SGEMM; beta == 0 never reads C). Requests of the fp32 class
 (no family, or simt: these are FP32-unit kernels) with float32 inputs take this route (:func:`serves`).
@@ -29,12 +28,11 @@ SOURCE = source(FILE)
 _MAIN = param_struct("_Small", "M:i N:i K:i kc:i rows:i alpha:f A:p sam:q sak:q B:p sbk:q sbn:q beta:f C:p ldc:q W:p")
 _REDUCE = param_struct("_DotsReduce", "M:i N:i S:i alpha:f W:p beta:f C:p ldc:q")
 DOT_MAX = 8             # dots: M and N up to this (gg_dots8's 64 sums a thread)
-DOT_MIN_K = 32          # dots: K from this (below, the launch is all: the tuned kernels ran 3x3x3 and 5x7x9
-                        # 0.5-1 us quicker, H200, session 48)
+DOT_MIN_K = 32          # dots: K from this (below, the launch is all, and the tuned kernels' is 0.5-1 us
+                        # shorter than dots plus its reduce)
 OUTER_K = 8             # outer: K up to this, and up to 16 (small.cu's largest KB) where C has OUTER_BIG
-OUTER_BIG = 2**23       # outputs or more (H200, session 48: K = 12..16 won 1.00 -> 1.18x at 128x65536x12 TT and
-                        # 0.86 -> 1.13x at 4096x4096x12 TT, tied at 4096x4096x16, lost 1.28 -> 1.08x at
-                        # 2048x2048x16 TN and 1.17 -> 0.82x at 1000x1000x16 NT to the tuned kernels)
+OUTER_BIG = 2**23       # outputs or more (at K = 9..16 the tuned kernels win where C is small; where C is large,
+                        # above all in layout T, writing C is the time and outer wins)
 SLICE_BYTES = 32768     # dots: A's and B's bytes a block reads, about (more: more slices, up to SLICES an SM)
 SLICES = 2              # dots: blocks an SM at most (two fit: <= 128 registers a thread)
 ROWS = 16               # outer: rows of C a thread walks (B's values kept in its registers), at most

@@ -79,7 +79,7 @@ def stage_plan(fits_for: Callable[[str], Sequence[Fitted]], M: int, N: int, K: i
     choice, least = (pack_a, pack_b, fit), own * (1.0 - MARGIN)
     # The other layout's prediction must rest on measurements near the shape. A TMA kernel's may be its
     # fit's extrapolation where the request's own is one too: the TMA fits predict within 1-6% on shapes
-    # off the grid (docs/PERFORMANCE.md, session 9), the cp.async kernels' within -30%..+30%.
+    # off the grid, the cp.async kernels' within -30%..+30%.
     here = Shape(M, N, K)
     own_near = fit.measured_near(here, True)
     for other in LAYOUTS:

@@ -54,7 +54,7 @@ def test_isolation_survives_broken_kernels(worker, code, failure, words):
 def test_timing_is_repeatable_at_4096(worker):
     """One kernel timed twice in one retime call (interleaved with cuBLAS) reads about the same, and
     within a few times cuBLAS's (v10, a SIMT kernel of the seed progression). The GPU suite runs six
-    workers on one GPU, whose kernels slow this one's launches unevenly (session 15, H100 under -n 6:
+    workers on one GPU, whose kernels slow this one's launches unevenly (H100 under -n 6:
     7.7 and 8.9 ms, about 3 ms alone; a 5% bound failed there), so the bounds are loose; a timing of the
     wrong thing (a missed launch, a host clock, a kernel left out of the events) is off by far more."""
     a, b = worker.call("retime", [GOOD, GOOD], Shape(4096, 4096, 4096), rep_ms=300)
@@ -77,7 +77,7 @@ def test_measurement_records_the_gate_and_the_cublas_mode(worker):
 def test_measurement_records_resident_blocks_as_ptxas_counts_them(worker, session):
     """The driver's resident blocks per SM (what the dispatch model's latency term uses) are what
     KernelResources.resident_blocks counts from the launched kernel's registers, and from nvcc's
-    (benchmarks/resident.py filled the shipped results from nvcc's; the kernels run NVRTC's)."""
+    (results timed before the driver's count was recorded carry nvcc's; the kernels run NVRTC's)."""
     from gemmgen.build.nvcc import ToolkitMissing, compile_cubin, nvcc_path
     from gemmgen.build.resources import KernelResources
     from gemmgen.codegen.render import render

@@ -99,7 +99,7 @@ def test_inf_times_large_values_and_overflowing_products_keep_their_sign(session
     """An Inf against finite values of 4096 and more, and finite products past FLT_MAX: C holds the Inf
     of the sign SGEMM gives. A split whose big part rounds up leaves a small part of the opposite sign
     (4098 = 4100 - 2); small * the Inf's big part (+-0x1.ffcp127) then overflows to the other Inf, and
-    Inf - Inf is NaN (session 30's rounded split, found in review by a bit-exact model)."""
+    Inf - Inf is NaN (a bit-exact model of a rounded split shows it)."""
     import cupy
 
     shape = Shape(200, 136, 300, layout)
@@ -124,7 +124,7 @@ def test_inf_times_large_values_and_overflowing_products_keep_their_sign(session
 def test_flt_max_times_one_stays_finite(session, layout):
     """FLT_MAX and its neighbours times 1.0 (an identity, a permutation): SGEMM's C is finite there. A split
     that rounds the small part up makes big + small exceed x by up to 2^-22 of it, past FLT_MAX for x
-    within two ulps of it (session 31's ws kernels gave Inf, found in review by a bit-exact model)."""
+    within two ulps of it (a bit-exact model of the rounded split shows it)."""
     import cupy
 
     shape = Shape(200, 136, 300, layout)
@@ -214,7 +214,7 @@ def test_the_cp_async_ws_kernels_round_a_small_part_held_in_registers(session):
     """At K = 16 3xTF32's error is the split's own (SGEMM's is 7e-8 there). The warp-specialized cp.async
     kernels round A's small part to TF32 in registers; the TMA kernel truncates it, as the tensor core
     does. On the same operands the first errs well under the second (2.2e-7 against 3.0e-7 at
-    512x512x16 NT in float64 emulation, session 31): a split that truncated again would not."""
+    512x512x16 NT in float64 emulation): a split that truncated again would not."""
     import cupy
 
     if session.spec.cc != (9, 0):

@@ -294,7 +294,7 @@ def test_a_new_shape_inside_capture_asks_for_a_warm_up():
     a, b = randn(77, 55, seed=23), randn(55, 33, seed=24)   # a shape no other test uses
     # Earlier tests' dropped kernels (CuPy modules in reference cycles) must not be collected inside the
     # capture: unloading a module there invalidates it (cudaErrorStreamCaptureInvalidated; seen once in
-    # session 31, 1 of 2678 tests). That is the capture's rule for any CUDA library, not this op's.
+    # 2678 tests). That is the capture's rule for any CUDA library, not this op's.
     gc.collect()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
