@@ -1,12 +1,12 @@
 """The new-GPU drill: what a GPU gets from gemmgen out of the box, after a short search, and with its
 shipped results, measured on one GPU by hiding the shipped results (``GEMMGEN_SHIPPED=0``).
 
-    python benchmarks/drill.py run a --out runs/drill              # (a) no results, no tuning
-    python benchmarks/drill.py run c --out runs/drill              # (c) the shipped results
-    python benchmarks/drill.py run b --out runs/drill --results DIR   # (b) DIR: a search's results
-    python benchmarks/drill.py summary runs/drill [--json]         # each table of (a), (b) against (c)
+    python -m benchmarks.drill run a --out runs/drill              # (a) no results, no tuning
+    python -m benchmarks.drill run c --out runs/drill              # (c) the shipped results
+    python -m benchmarks.drill run b --out runs/drill --results DIR   # (b) DIR: a search's results
+    python -m benchmarks.drill summary runs/drill [--json]         # each table of (a), (b) against (c)
 
-``run`` runs benchmarks/targets.py's tables (``--only``; default set, layouts, simt, outsider, random)
+``run`` runs benchmarks.targets' tables (``--only``; default set, layouts, simt, outsider, random)
 into OUT/<situation>/ with the environment of the situation: (a) the shipped results hidden and an
 empty results folder, (b) the shipped results hidden and ``--results DIR`` (what `gemmgen search
 --budget 10m --results DIR` wrote), (c) as installed. ``summary`` prints, per table, each situation's
@@ -122,9 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "run":
         if args.situation == "b" and (args.results is None or not args.results.is_dir()):
             ap.error(f"--results {args.results}: situation b needs the folder a search wrote")
-        cmd = [sys.executable, str(HERE / "targets.py"), "run", "--out", str(args.out / args.situation),
+        cmd = [sys.executable, "-m", "benchmarks.targets", "run", "--out", str(args.out / args.situation),
                "--only", *args.only] + [x for s in args.seed for x in ("--seed", str(s))]
-        return subprocess.run(cmd, env=environment(args.situation, args.results)).returncode
+        return subprocess.run(cmd, env=environment(args.situation, args.results), cwd=HERE.parent).returncode
     if not args.out.is_dir():
         ap.error(f"{args.out}: no such folder")
     table_rows, ok = summary(args.out)
