@@ -65,14 +65,21 @@ def test_emit_validates_for_the_arch(capsys):
 
 
 # ---- presets -------------------------------------------------------------------------------------
-def test_presets_lists_one_line_each(capsys):
+def test_presets_fit_100_columns_with_the_description_under_each_row(capsys):
     code, out, _ = run(capsys, "presets")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 1 + len(names())
-    assert lines[0].startswith("preset")
-    assert [ln.split()[0] for ln in lines[1:]] == names()
-    v8 = next(ln for ln in lines if ln.startswith("v8 "))
-    assert "128x128x8" in v8 and "double buffering" in v8
+    assert code == 0 and max(map(len, lines)) <= 100
+    rows = [ln for ln in lines if ln and not ln.startswith(" ")]
+    assert rows[0].startswith("preset") and [ln.split()[0] for ln in rows[1:len(names()) + 1]] == names()
+    v8 = lines.index(next(ln for ln in lines if ln.startswith("v8 ")))
+    assert "128x128x8" in lines[v8] and "double buffering" in lines[v8 + 1]
+
+
+def test_presets_wide_is_one_line_each(capsys):
+    code, out, _ = run(capsys, "presets", "--wide")
+    lines = out.split("\n\n")[0].splitlines()
+    assert code == 0 and len(lines) == 1 + len(names()) and [ln.split()[0] for ln in lines[1:]] == names()
+    assert "double buffering" in next(ln for ln in lines if ln.startswith("v8 "))
 
 
 def test_presets_json(capsys):
