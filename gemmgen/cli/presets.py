@@ -63,6 +63,19 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1] for r in rows]
 
 
+def wrapped(text: str, wide: bool = False, indent: str = "    ", first: str = "", width: int = WIDTH) -> list[str]:
+    """``text`` as lines of at most ``width`` columns (one line if ``wide``), broken at spaces only,
+    so a kernel name or a path is never cut.
+
+    >>> wrapped("a-b " * 30, width=20)[:2]
+    ['a-b a-b a-b a-b a-b', '    a-b a-b a-b a-b']
+    """
+    if wide:
+        return [first + text]
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)
+
+
 def narrow(rows: list[tuple[str, ...]], width: int = WIDTH) -> list[str]:
     """A table whose last column is printed under each row instead, wrapped and indented: a table
     of long descriptions that fits ``width`` columns.
@@ -73,7 +86,7 @@ def narrow(rows: list[tuple[str, ...]], width: int = WIDTH) -> list[str]:
     lines = table([r[:-1] + ("",) for r in rows])
     out = [lines[0].rstrip()]
     for line, r in zip(lines[1:], rows[1:]):
-        out += [line.rstrip(), *textwrap.wrap(r[-1], width, initial_indent="    ", subsequent_indent="    ")]
+        out += [line.rstrip(), *wrapped(r[-1], first="    ", width=width)]
     return out
 
 
@@ -95,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     cells = [COLUMNS] + [row(name, c) for name, c in rows]
     print("\n".join(table(cells) if args.wide else narrow(cells)))
     v13 = f"v13 on {device.key}: {v13_origin(device)}: {rows[names().index('v13')][1].name}"
-    print("\n" + (v13 if args.wide else "\n".join(textwrap.wrap(v13, WIDTH, subsequent_indent="    "))))
+    print("\n" + "\n".join(wrapped(v13, args.wide)))
     return 0
 
 

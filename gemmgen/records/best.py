@@ -107,10 +107,12 @@ def v13_origin(target: DeviceLike, results: Results = None) -> str:
     return f"built in for {device.arch} (no stored results for {device.name})"
 
 
-def resolve_preset(name: str, target: DeviceLike, entries: Entries = None, results: Results = None) -> KernelConfig:
-    """The config a preset name means on ``target`` (a DeviceSpec, GPU name or sm_XX); see the module."""
+def resolve_preset(name: str, target: DeviceLike, entries: Entries = None, results: Results = None,
+                   timings: Timings | None = None) -> KernelConfig:
+    """The config a preset name means on ``target`` (a DeviceSpec, GPU name or sm_XX); see the module.
+    ``entries`` and ``timings``: the GPU's results where the caller has them loaded."""
     device = as_device(target)
-    tuned = stored_best(device, entries, results) if name == "v13" else None
+    tuned = stored_best(device, entries, results, timings) if name == "v13" else None
     return preset(name, device.arch, tuned=tuned)
 
 
