@@ -83,13 +83,20 @@ def stored_best(target: DeviceSpec, entries: Entries = None, results: Results = 
     True
     """
     if entries is None:
-        found = load_device(target.name, results, missing_ok=True)
+        found = _results_of(target, results)
         entries, timings = found.entries, found.timings
     at = fastest_at(V13_SHAPE, entries, timings or Timings.empty())
     if at is not None:
         return at.config
     fp32_nn = [e for e in entries.values() if e.shape.layout == "NN" and e.precision == FP32]
     return max(fp32_nn, key=lambda e: e.tflops).kernel_config if fp32_nn else None
+
+
+def _results_of(device: DeviceSpec, results: Results):
+    """The stored results of a GPU in gemmgen's table (by name or alias), or of a detected one (its name only)."""
+    from ..base.devices import KNOWN
+
+    return load_device(device.name if device.key in KNOWN else {"name": device.name}, results, missing_ok=True)
 
 
 def v13_origin(target: DeviceLike, results: Results = None) -> str:
@@ -99,7 +106,7 @@ def v13_origin(target: DeviceLike, results: Results = None) -> str:
     'built in for sm_86 (no stored results for NVIDIA GeForce RTX 3090)'
     """
     device = as_device(target)
-    found = load_device(device.name, results, missing_ok=True)
+    found = _results_of(device, results)
     if fastest_at(V13_SHAPE, found.entries, found.timings) is not None:
         return f"the fastest measured at {V13_SHAPE} on {found.name}"
     if any(e.shape.layout == "NN" and e.precision == FP32 for e in found.entries.values()):
