@@ -18,7 +18,8 @@ import sys
 from typing import Any
 
 from ..base.devices import ARCHS, KNOWN, DeviceSpec, for_arch
-from ..kernel.config import CHOICES, KernelConfig, key_docs
+from ..kernel.config import KernelConfig
+from ..kernel.keys import CHOICES, key_docs
 from ..kernel.presets import names
 from ..records.best import resolve_preset
 

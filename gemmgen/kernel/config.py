@@ -16,16 +16,12 @@ True
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import io
 import math
-import numbers
-import tokenize
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from .accepts import refusal
-from .coerce import ConfigError, coerce
+from .coerce import ConfigError, coerced, typed  # noqa: F401  (ConfigError: re-exported)
 from .families import (BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, HALF, HALF_DTYPES, LAYOUTS, MMA_KINDS,  # noqa: F401
                        PRECISION, REDUCTIONS, TENSOR_CORE)   # (re-exported: every stage imports them from here)
 from .memory import EPILOGUE_LD, SharedMemory  # noqa: F401
@@ -88,23 +84,9 @@ class KernelConfig(SharedMemory):
                                   # is computed (the kernel's rows are N's), C stored transposed
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
-    def __post_init__(self) -> None:
-        """Every parameter of its field's type (an int for counts, a bool for switches, a string for
-        names), or one ConfigError naming each bad one: a wrong type would fail later, far from here."""
-        bad = []
-        for f in fields(self):
-            value, kind = getattr(self, f.name), _FIELD_TYPES[f.name]
-            if kind is bool and isinstance(value, bool) or kind is str and isinstance(value, str) \
-                    or kind is int and type(value) is int:
-                continue
-            if kind is int and isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                object.__setattr__(self, f.name, int(value))        # a NumPy integer from a sampler
-            elif kind is bool and getattr(getattr(value, "dtype", None), "kind", "") == "b":
-                object.__setattr__(self, f.name, bool(value))       # a NumPy bool
-            else:
-                bad.append(f"{f.name} = {value!r} ({type(value).__name__}) is not {_TYPE_WORDS[kind]}")
-        if bad:
-            raise ConfigError(f"KernelConfig: {'; '.join(bad)} (KernelConfig.from_dict converts text values)")
+    def __post_init__(self) -> None:   # every parameter of its field's type, or one ConfigError (coerce.typed)
+        for name, value in typed(self).items():
+            object.__setattr__(self, name, value)   # a NumPy integer or bool from a sampler, as Python's
 
     # ---- identity -------------------------------------------------------------------------
     @property
@@ -121,19 +103,7 @@ class KernelConfig(SharedMemory):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":
         """Build a config from a dictionary, rejecting unknown keys and wrong types by name."""
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(known)}")
-        values, errors = {}, []
-        for k, v in data.items():   # name every bad value at once, not only the first
-            try:
-                values[k] = coerce(k, v, _FIELD_TYPES[k])
-            except ConfigError as err:
-                errors.append(str(err))
-        if errors:
-            raise ConfigError("; ".join(errors))
-        return cls(**values)
+        return cls(**coerced(cls, data))
 
     def replace(self, **changes: Any) -> "KernelConfig":
         """A copy with some parameters changed (validated only when explained or rendered)."""
@@ -318,36 +288,3 @@ class KernelConfig(SharedMemory):
         """None when this kernel computes the shape correctly, else the reason it does not
         (see :func:`gemmgen.kernel.accepts.refusal`; ``aligned``: A and B start on 16 bytes)."""
         return refusal(self, M, N, K, lda, ldb, ldc, aligned)
-
-
-_FIELD_TYPES = {f.name: type(f.default) for f in fields(KernelConfig)}
-_TYPE_WORDS = {int: "an integer", bool: "a boolean (true or false)", str: "a string"}
-# The categorical parameters' valid values (the rules check them; `gemmgen emit --list-keys` shows them).
-CHOICES = {"family": FAMILIES, "layout": LAYOUTS, "dtype": DTYPES, "mma": MMA_KINDS, "bounds": BOUNDS,
-           "reduce": REDUCTIONS, "frag": FRAGMENT_LOADS}
-
-
-def key_docs() -> list[tuple[str, str, Any, str]]:
-    """(key, type, default, meaning) of every config parameter, the meaning read from the comments
-    beside the fields above, so what ``gemmgen emit --list-keys`` prints cannot drift from the class.
-
-    >>> [row[:3] for row in key_docs()][:2]
-    [('family', 'str', 'simt'), ('layout', 'str', 'NN')]
-    >>> dict((k, d) for k, _, _, d in key_docs())["BK"]
-    'depth of one K step staged in shared memory'
-    """
-    docs: dict[str, list[str]] = {}
-    current = None
-    try:
-        source = inspect.getsource(KernelConfig)
-    except (OSError, TypeError):   # installed without sources: the keys, types and defaults still
-        source = ""
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.NAME and tok.start[1] == 4 and tok.string in _FIELD_TYPES:
-            current = tok.string                                 # a field's line: `    BM: int = 128  # ...`
-        elif tok.type == tokenize.NAME and tok.start[1] == 4:
-            current = None                                       # a method or property: comments end
-        elif tok.type == tokenize.COMMENT and current and not tok.string.startswith("# ----"):
-            docs.setdefault(current, []).append(tok.string.lstrip("# ").strip())
-    return [(f.name, _FIELD_TYPES[f.name].__name__, f.default, " ".join(docs.get(f.name, [])))
-            for f in fields(KernelConfig)]
