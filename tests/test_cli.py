@@ -65,14 +65,21 @@ def test_emit_validates_for_the_arch(capsys):
 
 
 # ---- presets -------------------------------------------------------------------------------------
-def test_presets_lists_one_line_each(capsys):
+def test_presets_fit_100_columns_with_the_description_under_each_row(capsys):
     code, out, _ = run(capsys, "presets")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 1 + len(names())
-    assert lines[0].startswith("preset")
-    assert [ln.split()[0] for ln in lines[1:]] == names()
-    v8 = next(ln for ln in lines if ln.startswith("v8 "))
-    assert "128x128x8" in v8 and "double buffering" in v8
+    assert code == 0 and max(map(len, lines)) <= 100
+    rows = [ln for ln in lines if ln and not ln.startswith(" ")]
+    assert rows[0].startswith("preset") and [ln.split()[0] for ln in rows[1:len(names()) + 1]] == names()
+    v8 = lines.index(next(ln for ln in lines if ln.startswith("v8 ")))
+    assert "128x128x8" in lines[v8] and "double buffering" in lines[v8 + 1]
+
+
+def test_presets_wide_is_one_line_each(capsys):
+    code, out, _ = run(capsys, "presets", "--wide")
+    lines = out.split("\n\n")[0].splitlines()
+    assert code == 0 and len(lines) == 1 + len(names()) and [ln.split()[0] for ln in lines[1:]] == names()
+    assert "double buffering" in next(ln for ln in lines if ln.startswith("v8 "))
 
 
 def test_presets_json(capsys):
@@ -216,3 +223,50 @@ def test_registry_takes_new_commands(capsys, monkeypatch):
     register(Command("hello", "say hello", lambda p: p.add_argument("--who", default="world"),
                      lambda a: print(f"hello {a.who}") or 0))
     assert run(capsys, "hello", "--who", "gemmgen") == (0, "hello gemmgen\n", "")
+
+
+# ---- v13: one kernel per target, whichever command names it ------------------------------------------
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_presets_emit_export_and_plan_mean_the_same_v13(capsys, tmp_path, gpu):
+    """On the shipped results: the kernel presets lists as v13 is the one emit writes, the one export
+    writes for 4096^3 NN, and the one plan marks v13, first among its NN candidates there."""
+    code, out, _ = run(capsys, "presets", "--arch", gpu, "--json")
+    v13 = next(r for r in json.loads(out) if r["preset"] == "v13")
+    assert code == 0 and "4096x4096x4096/NN" in v13["description"]
+    code, out, _ = run(capsys, "emit", "--preset", "v13", "--arch", gpu)
+    assert code == 0 and f"gemmgen kernel {v13['kernel']}" in out
+    code, out, _ = run(capsys, "results", "export", gpu, "4096x4096x4096", "--out", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["source"].endswith(f"/{v13['kernel']}.cu")
+    code, out, _ = run(capsys, "results", "plan", gpu, "4096x4096x4096", "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["v13"] == plan["candidates"][0]["kernel"] == v13["kernel"]
+    assert f"{v13['kernel']} (v13)" in run(capsys, "results", "plan", gpu, "4096x4096x4096")[1]
+
+
+def test_help_of_every_results_action_has_a_description_and_examples(capsys):
+    for action in ("list", "show", "export", "plan", "tuned"):
+        code, out, _ = run(capsys, "results", action, "--help")
+        assert code == 0 and "examples:" in out and "gemmgen results " + action in out, action
+    assert "gpu            GPU name or alias" in run(capsys, "results", "export", "--help")[1]
+
+
+def test_list_keys_names_every_key_with_type_and_valid_values(capsys):
+    from gemmgen.kernel.config import KernelConfig
+
+    code, out, _ = run(capsys, "emit", "--list-keys")
+    keys = {line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")}
+    assert code == 0 and set(KernelConfig().to_dict()) - {"label"} <= keys | {"persistent", "pingpong"}
+    assert "layout  str (one of NN, NT, TN, TT), default NN" in out and "stages  int, default 1" in out
+    assert max(map(len, out.splitlines())) <= 100
+
+
+def test_results_list_and_show_fit_100_columns_and_show_small_numbers(capsys):
+    code, out, _ = run(capsys, "results", "list")
+    assert code == 0 and "['" not in out and max(map(len, out.splitlines())) <= 100
+    code, out, _ = run(capsys, "results", "show", "h100")
+    lines = out.splitlines()
+    assert code == 0 and max(map(len, lines)) <= 100 and "/work" not in "".join(lines[2:])
+    tiny = next(ln for ln in lines if ln.startswith("16x16x16/NN")).split()
+    assert float(tiny[3]) > 0 and tiny[-2] == "-"          # TFLOP/s not rounded to 0; not searched: '-'
+    wide = run(capsys, "results", "show", "h100", "--wide")[1]
+    assert "gg_simt_" in wide and ".json" in wide.splitlines()[3]

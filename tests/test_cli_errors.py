@@ -50,6 +50,10 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "config list": ("emit --config {t}/list.json", ["list.json", "JSON list", "expected an object"]),
     "output folder missing": ("emit --preset v8 -o {t}/missing/k.cu", ["missing/k.cu", "No such file"]),
     "no source": ("explain", ["--preset", "--config", "v8"]),
+    "key twice": ("emit --preset v8 --set BK=16 --set BK=8", ["BK", "twice", "BK=16", "BK=8", "once"]),
+    "config not text": ("emit --config {t}/binary.json", ["binary.json", "not text", "0xff"]),
+    "explain config not text": ("explain --config {t}/binary.json", ["binary.json", "not text"]),
+    "presets arch": ("presets --arch nope", ["'nope'", "sm_80", "h100"]),
     # search: every option before the GPU
     "trials": ("search --trials -5", ["--trials -5", "at least 1"]),
     "trials 0": ("search --trials 0", ["--trials 0", "at least 1"]),
@@ -94,13 +98,19 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "bench shape": ("bench --shape 0x1x1", ["'0x1x1'", "below 1"]),
     "bench layout": ("bench --layout XY", ["'XY'", "NN"]),
     "bench device": ("bench --device -1", ["--device -1", "at least 0"]),
+    "bench negative shape": ("bench --shape -1x2x3", ["'-1x2x3'", "below 1"]),
+    "bench huge shape": ("bench --shape 3000000000x1x1", ["'3000000000x1x1'", "2147483647"]),
+    "bench shape beyond memory": ("bench --shape 2000000x2000000x1", ["'2000000x2000000x1'", "141 GB"]),
     "bench plot folder": ("bench --plot {t}/missing/p.png", ["missing/p.png", "does not exist"]),
     "bench too much smem": ("bench --preset tf32x3-wgmma --set stages=9", ["SHARED_MEMORY", "stages = 9"]),
     "bench no GPU": ("bench --preset v8", [NO_GPU]),
     # results
     "results gpu": ("results show nosuchgpu", ["'nosuchgpu'", "GPUs with results"]),
     "results shape": ("results export h100 abc", ["'abc/NN'", "MxNxK"]),
-    "results entry": ("results export h100 1x1x1", ["1x1x1/NN", "tuned shapes"]),
+    "results entry": ("results export h100 1x1x1", ["1x1x1/NN", "nearest", "16x16x16/NN", "tuned shapes"]),
+    "results entry short": ("results export h100 3x5x7", ["3x5x7/NN", "nearest", "`gemmgen results show GPU`"]),
+    "results out unwritable": ("results export h100 4096x4096x4096 --out /proc/gemmgen-x", ["'/proc/gemmgen-x'", "--out"]),
+    "results negative shape": ("results export h100 -1x2x3", ["'-1x2x3/NN'", "below 1"]),
     "results out tree": ("results export h100 4096x4096x4096 --out {t}/missing/dir", ["missing/dir", "does not exist"]),
     "results out file": ("results export h100 4096x4096x4096 --out {t}/bad.txt", ["bad.txt", "is a file"]),
     "results folder": ("results list --results {t}/missing", ["missing", "does not exist"]),
@@ -111,6 +121,11 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "plan family": ("results plan h100 64x64x64 --family tf32", ["family='tf32'", "simt, tf32x3"]),
     "plan gpu": ("results plan nosuchgpu 64x64x64", ["'nosuchgpu'", "GPUs with results"]),
     "plan top": ("results plan h100 64x64x64 --top 0", ["--top 0", "1 or more"]),
+    "plan negative shape": ("results plan h100 -1x2x3", ["'-1x2x3'", "below 1"]),
+    "plan huge shape": ("results plan h100 1000000000000x1000000000000x1000000000000", ["M = 1000000000000", "2147483647"]),
+    "plan shape beyond int": ("results plan h100 3000000000x3000000000x3", ["M = 3000000000", "2147483647"]),
+    "plan shape beyond memory": ("results plan h100 2000000x2000000x1", ["'2000000x2000000x1'", "141 GB"]),
+    "tuned gpu": ("results tuned nope", ["'nope'", "h100", "kept picks"]),
     # report
     "report storage": ("report --study x --out {t}/out --storage badscheme://x", ["'badscheme://x'", "sqlite:///"]),
     "report no database": ("report --study nosuchstudy --out {t}/out", ["studies.db", "gemmgen search"]),
@@ -149,6 +164,7 @@ def sandbox(tmp_path, monkeypatch, studies_db):
     home.mkdir()
     monkeypatch.chdir(home)
     (tmp_path / "folder").mkdir()
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00")
     for name, text in (("empty.json", "{}"), ("list.json", "[1, 2]"), ("bad.txt", "x"),
                        ("noshapes.json", '{"shapes": []}'), ("badshapes.json", '{"shapes": ["0x1x1"]}')):
         (tmp_path / name).write_text(text)

@@ -409,9 +409,40 @@ def test_export_flags_a_source_that_changed_since_measured(isolated, tmp_path):
     assert json.loads(manifest.read_text())["source_matches"] is False
 
 
-def test_export_of_missing_shape_lists_tuned_shapes(isolated, tmp_path):
-    record(H100, [entry("1024x1024x1024", 5.0)])
-    with pytest.raises(ResultsError, match="no tuned entry for 2048x2048x2048/NN.*1024x1024x1024/NN"):
-        export("h100", "2048x2048x2048", tmp_path)
+def test_export_of_missing_shape_names_the_nearest_in_one_short_line(isolated, tmp_path):
+    far = [entry(f"{16 * i}x{16 * i}x{16 * i}", 5.0) for i in range(1, 60)]
+    record(H100, [entry("1024x1024x1024", 5.0), entry("1024x1024x1024/NT", 5.0, preset("v6").replace(layout="NT")), *far])
+    with pytest.raises(ResultsError, match="measured at 2048x2048x2048/NN; nearest of its 61 measured shapes: "
+                                           "1024x1024x1024/NN, .*61 tuned shapes") as err:
+        export("h100", "2048x2048x2048", tmp_path / "out")
+    assert len(str(err.value)) < 300 and "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
     with pytest.raises(ResultsError, match="not MxNxK"):
         export("h100", "big", tmp_path)
+
+
+def test_export_takes_the_fastest_kernel_measured_at_the_shape_grid_timings_too(isolated, tmp_path):
+    """A kernel the tuning grid timed faster than the search's stored winner is the one exported (the one
+    v13 and the dispatch's candidates name); its manifest says the grid measured it."""
+    from gemmgen.records.best import resolve_preset
+    from gemmgen.records.timings import Timings
+
+    winner, faster = preset("v10"), preset("v10").replace(BK=16)
+    key = "4096x4096x4096"
+    grid = Timings.empty().add(faster, key, 1.0, cublas_ms=2.0).add(preset("v8"), key, 9.0)
+    record(H100, [Entry.new(key, winner, 2 * 4096 ** 3 / 2.0e9, 50.0, 20, arch="sm_90")], timings=grid)
+    cu, manifest = export("h100", key, tmp_path)
+    m = json.loads(manifest.read_text())
+    assert cu.name == f"{faster.name}.cu" and m["measured"]["by"] == "tuning grid" and m["source_matches"] is None
+    assert m["measured"]["ms"] == 1.0 and m["measured"]["ratio"] == 2.0
+    assert resolve_preset("v13", "h100").name == faster.name           # v13 is the kernel export writes
+    grid_slower = Timings.empty().add(faster, key, 5.0)
+    record(H100, [], timings=grid_slower)                                # the search's winner is faster now
+    assert export("h100", key, tmp_path / "2")[0].name == f"{winner.name}.cu"
+    assert resolve_preset("v13", "h100").name == winner.name
+
+
+def test_export_into_an_unwritable_folder_is_one_error_and_leaves_nothing(isolated, tmp_path):
+    record(H100, [entry("1024x1024x1024", 5.0)])
+    with pytest.raises(ResultsError, match="cannot write into '/proc/gemmgen-x'.*--out"):
+        export("h100", "1024x1024x1024", "/proc/gemmgen-x")

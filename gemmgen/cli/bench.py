@@ -40,6 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rep-ms", type=float, default=100.0, help="timing budget per kernel in ms (default 100)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--plot", metavar="FILE.png", help="also write roofline and %% of cuBLAS charts (needs matplotlib)")
+    checks.shapes_may_start_with_minus(parser)   # '--shape -1x2x3' is a bad shape, not a missing value
 
 
 def configs_from_args(args: argparse.Namespace, target: DeviceLike) -> list:
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     checks.positive(rep_ms=args.rep_ms)
     checks.at_least(0, device=args.device)
     shapes = [Shape.parse(s, args.layout) for s in (args.shape or ["4096x4096x4096"])]
+    for s in args.shape:
+        checks.problem_size(s, "--shape")
     for c in configs_from_args(args, "sm_90"):   # bad names, files and overrides, and configs that no GPU
         validate(c, "sm_90")                     # runs: sm_90 (H100) has the most of every resource
     if args.plot:

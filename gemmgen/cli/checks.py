@@ -13,8 +13,10 @@ ValueError: --storage 'badscheme://x': unknown database 'badscheme'; valid: sqli
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
+import re
 from pathlib import Path
 
 STORAGE_EXAMPLES = "sqlite:///FILE.db, postgresql://USER@HOST/DB or another SQLAlchemy URL"
@@ -38,6 +40,41 @@ def positive(**values: float | None) -> None:
         if value is not None and not (math.isfinite(value) and value > 0):
             unit = "milliseconds" if name.endswith("_ms") else "seconds"
             raise ValueError(f"--{name.replace('_', '-')} {value:g}: must be a number of {unit} above 0")
+
+
+# The sizes a GEMM may have: the kernels take M, N and K as 32-bit ints, and A, B and C in fp32 must fit
+# the memory of one GPU: an H200's 141 GB, the most of any GPU in gemmgen's table.
+MAX_DIM = 2**31 - 1
+MAX_BYTES = 141 * 10**9
+
+
+def problem_size(text: str, option: str = "shape") -> None:
+    """A shape 'MxNxK[/LAYOUT]' that is well formed and small enough for a kernel and a GPU's memory.
+
+    >>> problem_size("3000000000x3000000000x3")
+    Traceback (most recent call last):
+    ValueError: shape '3000000000x3000000000x3': M = 3000000000 is above 2147483647, the largest size the kernels index (32-bit int)
+    >>> problem_size("2000000x2000000x1")
+    Traceback (most recent call last):
+    ValueError: shape '2000000x2000000x1': A, B and C take 16000 GB in fp32; one GPU holds at most 141 GB (an H200)
+    """
+    from ..base.shape import Shape
+
+    s = Shape.parse(text)
+    for name, size in (("M", s.M), ("N", s.N), ("K", s.K)):
+        if size > MAX_DIM:
+            raise ValueError(f"{option} {text!r}: {name} = {size} is above {MAX_DIM}, the largest size the kernels "
+                             "index (32-bit int)")
+    need = 4 * (s.M * s.K + s.K * s.N + s.M * s.N)
+    if need > MAX_BYTES:
+        raise ValueError(f"{option} {text!r}: A, B and C take {need / 1e9:.0f} GB in fp32; one GPU holds at most "
+                         f"{MAX_BYTES / 1e9:.0f} GB (an H200)")
+
+
+def shapes_may_start_with_minus(parser: argparse.ArgumentParser) -> None:
+    """Let a value such as '-1x2x3' reach the shape check (which names it) instead of argparse taking it
+    for an unknown option and saying only that the shape is missing."""
+    parser._negative_number_matcher = re.compile(r"^-\d[\dxX/A-Za-z]*$")   # argparse's hook for '-1', '-2.5'
 
 
 def input_file(path: str, option: str) -> Path:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..base.devices import ARCHS, KNOWN, DeviceSpec, for_arch
 from ..kernel.config import KernelConfig
+from ..kernel.keys import CHOICES, key_docs
 from ..kernel.presets import names
 from ..records.best import resolve_preset
 
@@ -32,10 +33,47 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--config", metavar="FILE.json",
                      help="start from a config saved as JSON ('-' reads standard input)")
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], dest="overrides",
-                        help="override one parameter, e.g. --set BK=16 --set stages=3 (repeatable)")
+                        help="override one parameter, e.g. --set BK=16 --set stages=3 (repeatable, each key "
+                             "once; --list-keys lists them)")
+    parser.add_argument("--list-keys", action=ListKeys, help="list the --set keys with their types, defaults, "
+                        "valid values and meaning, and exit")
     parser.add_argument("--arch", default=DEFAULT_ARCH, metavar="TARGET",
                         help=f"validate for this target: {', '.join(ARCHS)} or a GPU name "
                              f"({', '.join(KNOWN)}); default {DEFAULT_ARCH}")
+
+
+class ListKeys(argparse.Action):
+    """``--list-keys``: print :func:`keys_text` and exit, like ``--help`` (no --preset needed)."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            print(keys_text())
+        except BrokenPipeError:   # `--list-keys | head`
+            pass
+        parser.exit()
+
+
+def keys_text(width: int = 100) -> str:
+    """The config keys ``--set`` takes, one paragraph each, from KernelConfig's fields.
+
+    >>> print(next(line for line in keys_text().splitlines() if line.startswith("BK ")))
+    BK  int, default 8: depth of one K step staged in shared memory
+    """
+    import textwrap
+
+    out = []
+    for key, kind, default, doc in key_docs():
+        if key == "label":
+            continue
+        valid = f" (one of {', '.join(CHOICES[key])})" if key in CHOICES else ""
+        value = str(default).lower() if kind == "bool" else default
+        out += textwrap.wrap(f"{key}  {kind}{valid}, default {value}: {doc}", width, subsequent_indent="    ")
+    return "\n".join(out + ["", *textwrap.wrap("Booleans take true or false, integers whole numbers; every "
+                                                "combination is checked by rules, and `gemmgen explain` names each "
+                                                "one a config breaks.", width)])
 
 
 def config_from_args(args: argparse.Namespace) -> tuple[KernelConfig, DeviceSpec]:
@@ -62,6 +100,9 @@ def load_config(path: str) -> KernelConfig:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
     except OSError as err:
         raise ValueError(f"cannot read config file {path!r}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"config file {path!r} is not text (byte {err.object[err.start]:#04x} at offset "
+                         f"{err.start} is not UTF-8); give a JSON file such as `gemmgen explain --json` writes") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -99,5 +140,8 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--set {item!r} is not KEY=VALUE, e.g. --set BK=16")
+        if key.strip() in out:
+            raise ValueError(f"--set {key.strip()} is given twice ({key.strip()}={out[key.strip()]}, {item.strip()}); "
+                             "give each key once")
         out[key.strip()] = value.strip()
     return out

@@ -8,15 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from ..base.devices import ARCHS, for_arch
 from ..kernel.config import HALF, KernelConfig
 from ..kernel.presets import describe, names, preset
+from ..records.best import resolve_preset, v13_origin
 from .command import Command
 from .options import DEFAULT_ARCH
 
-
 COLUMNS = ("preset", "block", "warp", "thread", "vec", "stages", "other", "what it adds")
+WIDTH = 100   # columns of a terminal the tables fit by default; --wide prints whole lines
 
 
 def row(name: str, c: KernelConfig) -> tuple[str, ...]:
@@ -26,17 +28,17 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
         return (name, f"{c.BM}x{c.BN}", "-", "1x1", "1", "-", f"naive, {walk}", describe(name))
     if c.family == "skinny":   # a lane per row: no warp tile, warps split K
         return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.warps_k} on K", f"{c.TM}x{c.BN}", f"{c.vec}",
-                f"{c.stages} cp.async", "skinny" + (f" k{c.split_k}" if c.split_k > 1 else ""), describe(name))
+                f"{c.stages} async", "skinny" + (f" k{c.split_k}" if c.split_k > 1 else ""), describe(name))
     if c.family in HALF:   # a warp tile of 16x16x16 wmma tiles; vec counts halves
-        stages = f"{c.stages} cp.async" if c.async_copy else f"{c.stages}"
-        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wmma16x16x16", f"{c.vec}", stages,
+        stages = f"{c.stages} async" if c.async_copy else f"{c.stages}"
+        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wmma", f"{c.vec}", stages,
                 " ".join([c.dtype] + (["direct"] if not c.partials else []) + [w for w in _extras(c) if w != "A^T"]),
                 describe(name))
-    if c.tensor_core:   # a warp tile of m16n8k8 mma tiles: no thread tile
-        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "mma16x8x8", f"{c.vec}",
-                f"{c.stages} cp.async", " ".join([c.family] + [w for w in _extras(c) if w != "A^T"]), describe(name))
-    warp = f"{c.WM}x{c.WN}" + (f" ({c.WMITER}x{c.WNITER})" if c.WMITER * c.WNITER > 1 else "")
-    stages = f"{c.stages}" + (" cp.async" if c.async_copy else "")
+    if c.tensor_core:   # a warp (wgmma: warpgroup) tile of m16n8k8 mma or m64nNk8 wgmma tiles: no thread tile
+        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wgmma" if c.mma == "wgmma" else "mma", f"{c.vec}",
+                f"{c.stages} async", " ".join([c.family] + [w for w in _extras(c) if w != "A^T"]), describe(name))
+    warp = f"{c.WM}x{c.WN}" + (f"/{c.WMITER}x{c.WNITER}" if c.WMITER * c.WNITER > 1 else "")
+    stages = f"{c.stages}" + (" async" if c.async_copy else "")
     return (name, f"{c.BM}x{c.BN}x{c.BK}", warp, f"{c.WMITER * c.TM}x{c.WNITER * c.TN}", f"{c.vec}",
             stages, " ".join(_extras(c)) or "-", describe(name))
 
@@ -61,26 +63,58 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1] for r in rows]
 
 
+def wrapped(text: str, wide: bool = False, indent: str = "    ", first: str = "", width: int = WIDTH) -> list[str]:
+    """``text`` as lines of at most ``width`` columns (one line if ``wide``), broken at spaces only,
+    so a kernel name or a path is never cut.
+
+    >>> wrapped("a-b " * 30, width=20)[:2]
+    ['a-b a-b a-b a-b a-b', '    a-b a-b a-b a-b']
+    """
+    if wide:
+        return [first + text]
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def narrow(rows: list[tuple[str, ...]], width: int = WIDTH) -> list[str]:
+    """A table whose last column is printed under each row instead, wrapped and indented: a table
+    of long descriptions that fits ``width`` columns.
+
+    >>> narrow([("name", "what"), ("v8", "double buffering")])
+    ['name', 'v8', '    double buffering']
+    """
+    lines = table([r[:-1] + ("",) for r in rows])
+    out = [lines[0].rstrip()]
+    for line, r in zip(lines[1:], rows[1:]):
+        out += [line.rstrip(), *wrapped(r[-1], first="    ", width=width)]
+    return out
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", default=DEFAULT_ARCH, metavar="TARGET",
-                        help=f"architecture or GPU name for v13's built-in choice ({', '.join(ARCHS)}); "
-                             f"default {DEFAULT_ARCH}")
+                        help=f"the GPU (or architecture: {', '.join(ARCHS)}) whose v13 to show; default "
+                             f"{DEFAULT_ARCH}, whose GPU is {for_arch(DEFAULT_ARCH).key}")
+    parser.add_argument("--wide", action="store_true", help=f"whole lines (default: cut at {WIDTH} columns)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of the presets' configs")
 
 
 def run(args: argparse.Namespace) -> int:
-    arch = for_arch(args.arch).arch
-    rows = [(name, preset(name, arch)) for name in names()]
+    device = for_arch(args.arch)
+    rows = [(name, resolve_preset(name, device)) for name in names()]
     if args.json:
-        json.dump([_record(name, c) for name, c in rows], sys.stdout, indent=2)
+        json.dump([_record(name, c, device) for name, c in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    print("\n".join(table([COLUMNS] + [row(name, c) for name, c in rows])))
+    cells = [COLUMNS] + [row(name, c) for name, c in rows]
+    print("\n".join(table(cells) if args.wide else narrow(cells)))
+    v13 = f"v13 on {device.key}: {v13_origin(device)}: {rows[names().index('v13')][1].name}"
+    print("\n" + "\n".join(wrapped(v13, args.wide)))
     return 0
 
 
-def _record(name: str, c: KernelConfig) -> dict:
-    return {"preset": name, "description": describe(name), "kernel": c.name, "threads": c.threads,
+def _record(name: str, c: KernelConfig, device) -> dict:
+    what = f"{describe(name)}; on {device.key}: {v13_origin(device)}" if name == "v13" else describe(name)
+    return {"preset": name, "description": what, "kernel": c.name, "threads": c.threads,
             "smem_bytes": c.smem_bytes, "config": c.to_dict()}
 
 
@@ -91,6 +125,12 @@ COMMAND = Command(
                 "the one before. Emit one with `gemmgen emit --preset NAME`.",
     configure=configure,
     run=run,
-    epilog="examples:\n  gemmgen presets\n  gemmgen presets --json | python -m json.tool\n"
-           "  gemmgen presets --arch sm_86        (v13's built-in choice for Ampere)",
+    epilog="examples:\n  gemmgen presets\n  gemmgen presets --wide               (whole descriptions)\n"
+           "  gemmgen presets --json | python -m json.tool\n"
+           "  gemmgen presets --arch h200          (v13 as the H200's results define it)\n"
+           "  gemmgen presets --arch sm_86         (v13 for Ampere: built in, no stored results)\n\n"
+           "v13 on a GPU is the fastest fp32 kernel measured at 4096x4096x4096, layout NN, in its results (the\n"
+           "kernel `gemmgen results export GPU 4096x4096x4096` writes, the first of `gemmgen results plan GPU\n"
+           "4096x4096x4096`'s candidates in NN); else the fastest stored NN winner; without results, the\n"
+           "built-in best for the architecture. emit, explain and bench mean the same kernel by it.",
 )

@@ -25,6 +25,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..runtime.precision import check_family
     from ..runtime.counts import aligned_for
     from ..runtime.staging import copies_ms, plan_ms
+    from ..records.best import resolve_preset
 
     s = Shape.parse(shape)
     check_family(family, "fp32")
@@ -34,6 +35,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
         raise ValueError(f"the results of {found.name!r} hold no timings: the dispatch picks the nearest "
                          "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
     lib = KernelLibrary(spec, found.entries, timings=found.timings)
+    v13 = resolve_preset("v13", spec, found.entries, timings=found.timings).name
     mnk = (s.M, s.N, s.K)
     lda, ldb = s.lds
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
@@ -42,7 +44,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
             else ("small", small.SmallKernel(*mnk, s.layout, spec.sm_count)) if small.serves(*mnk, "fp32", family)
             else None)
     if hand is not None:
-        return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [],
+        return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [], "v13": v13,
                 "plan": {"kernel": hand[1].config.name, "layout": s.layout, "copies": "", "predicted_ms": None,
                          "copies_ms": 0.0, "route": hand[0]}}
     copy_a, copy_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
@@ -56,29 +58,36 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
             "plan": {"kernel": fit.config.name, "layout": run.layout, "copies": "A" * copy_a + "B" * copy_b,
                      "predicted_ms": plan_ms(fit, *mnk, s.layout, lda, ldb, copy_a, copy_b, lib.copy_bandwidth),
                      "copies_ms": copies},
-            "cublas_ms": cublas, "launch_base_ms": fit.base,
+            "cublas_ms": cublas, "launch_base_ms": fit.base, "v13": v13,
             "candidates": [{"kernel": f.config.name, "predicted_ms": t, "measured_here": f.measured_near(s, aligned_for(f.config, s)),
                             "u": f.u, "w": f.w, "v": f.v, "resident": f.resident, "layout_factor": f.factor}
                            for t, f in rows[:top]]}
 
 
-def text(rows: dict[str, Any]) -> str:
-    """The plan and its candidates as a few readable lines."""
+def text(rows: dict[str, Any], wide: bool = False) -> str:
+    """The plan and its candidates as a few readable lines (``wide``: with their time models' terms)."""
+    from .presets import wrapped
+
     p = rows["plan"]
     if p["predicted_ms"] is None:
         what = ("the small-product route (a tiny C or K <= 16, gemmgen/runtime/small.py)" if p.get("route") == "small"
                 else "the matrix-vector route (one row or column of C, gemmgen/runtime/gemv.py)")
-        return (f"{rows['gpu']}, {rows['shape']}: {p['kernel']}\n  {what}: bandwidth-bound kernels, not the tuned "
-                "GEMM kernels; no time model")
-    out = [f"{rows['gpu']}, {rows['shape']}: {p['kernel']}"
-           + (f" after copying {' and '.join(p['copies'])} into layout {p['layout']} ({p['copies_ms'] * 1e3:.1f} us)"
-              if p["copies"] else ""),
-           f"  predicted {p['predicted_ms'] * 1e3:.1f} us"
+        return "\n".join([f"{rows['gpu']}, {rows['shape']}: {p['kernel']}", *wrapped(
+            f"{what}: bandwidth-bound kernels, not the tuned GEMM kernels; no time model", wide, "  ", "  ")])
+    head = f"{rows['gpu']}, {rows['shape']}: {p['kernel']}"
+    head = [head] if wide or len(head) <= 100 else [f"{rows['gpu']}, {rows['shape']}:", f"  {p['kernel']}"]
+    if p["copies"]:
+        head.append(f"  after copying {' and '.join(p['copies'])} into layout {p['layout']} ({p['copies_ms'] * 1e3:.1f} us)")
+    terms = ", then u, w, v: ms per block-step, per round-step, per block" if wide else " (--wide: model terms)"
+    out = [*head, f"  predicted {p['predicted_ms'] * 1e3:.1f} us"
            + (f"; cuBLAS measured {rows['cublas_ms'] * 1e3:.1f} us" if rows["cublas_ms"] else ""),
-           "", f"candidates in {rows['shape'].split('/')[1]} (predicted: {rows['launch_base_ms'] * 1e3:.1f} us a launch, "
-           "then u, w, v: ms per block-step, per round-step, per block; *: measured near this shape)"]
+           "", *wrapped(f"candidates in {rows['shape'].split('/')[1]} (predicted: {rows['launch_base_ms'] * 1e3:.1f} "
+                        f"us a launch{terms}; *: measured near this shape)", wide, "  ")]
     for c in rows["candidates"]:
-        out.append(f"  {c['predicted_ms'] * 1e3:9.1f} us {'*' if c['measured_here'] else ' '} {c['kernel']}  "
-                   f"u={c['u']:.2e} w={c['w']:.2e} v={c['v']:.2e} resident={c['resident']}"
+        out.append(f"  {c['predicted_ms'] * 1e3:9.1f} us {'*' if c['measured_here'] else ' '} {c['kernel']}"
+                   + (" (v13)" if c["kernel"] == rows.get("v13") else "")
+                   + (f"  u={c['u']:.2e} w={c['w']:.2e} v={c['v']:.2e} resident={c['resident']}" if wide else "")
                    + (f" x{c['layout_factor']:.2f} (timed in another layout)" if c["layout_factor"] != 1.0 else ""))
+    if rows.get("v13") not in {c["kernel"] for c in rows["candidates"]} | {p["kernel"]}:
+        out.append(f"  (v13, {rows.get('v13')}, is not among them)")
     return "\n".join(out)

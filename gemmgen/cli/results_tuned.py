@@ -42,6 +42,19 @@ def files(gpu: str | None = None) -> list[tuple[Path, str, dict]]:
     return out
 
 
+def check_gpu(gpu: str) -> None:
+    """ValueError unless ``gpu`` is a GPU gemmgen knows or one with kept picks (a name without picks is
+    answered 'no kept picks'; a typo is not)."""
+    from ..base.devices import KNOWN, UnknownDevice, resolve_alias
+
+    try:
+        resolve_alias(gpu)
+    except UnknownDevice:
+        have = sorted({name for _, name, _ in files()})
+        raise ValueError(f"unknown GPU {gpu!r}: not in gemmgen's table ({', '.join(KNOWN)}) and no kept picks "
+                         f"under that name (GPUs with kept picks: {', '.join(have) or 'none'})") from None
+
+
 def rows(found: list[tuple[Path, str, dict]]) -> list[dict[str, Any]]:
     """One row a kept pick: GPU, request kind, pick, its us, the plan's us, and the candidates timed."""
     from ..runtime.picks import label

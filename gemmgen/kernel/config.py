@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from .accepts import refusal
-from .coerce import ConfigError, coerce
+from .coerce import ConfigError, coerced, typed  # noqa: F401  (ConfigError: re-exported)
 from .families import (BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, HALF, HALF_DTYPES, LAYOUTS, MMA_KINDS,  # noqa: F401
                        PRECISION, REDUCTIONS, TENSOR_CORE)   # (re-exported: every stage imports them from here)
 from .memory import EPILOGUE_LD, SharedMemory  # noqa: F401
@@ -41,7 +41,7 @@ class KernelConfig(SharedMemory):
 
     family: str = "simt"          # naive (v0/v1), simt (shared-memory tiled), tf32/tf32x3/wmma (tensor cores),
                                   # skinny (C with N <= BN, or M <= BN with swap: templates/skinny.cu.j2)
-    layout: str = "NN"            # storage of A and B, see the class docstring
+    layout: str = "NN"            # storage of A and B, A's letter first: N row-major as written, T transposed
     BM: int = 128                 # block tile rows of C
     BN: int = 128                 # block tile columns of C
     BK: int = 8                   # depth of one K step staged in shared memory
@@ -84,6 +84,10 @@ class KernelConfig(SharedMemory):
                                   # is computed (the kernel's rows are N's), C stored transposed
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
+    def __post_init__(self) -> None:   # every parameter of its field's type, or one ConfigError (coerce.typed)
+        for name, value in typed(self).items():
+            object.__setattr__(self, name, value)   # a NumPy integer or bool from a sampler, as Python's
+
     # ---- identity -------------------------------------------------------------------------
     @property
     def name(self) -> str:
@@ -99,19 +103,7 @@ class KernelConfig(SharedMemory):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":
         """Build a config from a dictionary, rejecting unknown keys and wrong types by name."""
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(known)}")
-        values, errors = {}, []
-        for k, v in data.items():   # name every bad value at once, not only the first
-            try:
-                values[k] = coerce(k, v, type(getattr(cls(), k)))
-            except ConfigError as err:
-                errors.append(str(err))
-        if errors:
-            raise ConfigError("; ".join(errors))
-        return cls(**values)
+        return cls(**coerced(cls, data))
 
     def replace(self, **changes: Any) -> "KernelConfig":
         """A copy with some parameters changed (validated only when explained or rendered)."""

@@ -8,6 +8,7 @@ the one config space.
 """
 from __future__ import annotations
 
+from ..base.devices import ARCHS, for_arch
 from .config import KernelConfig
 
 # Each step adds one idea to the one before it; comments say what and why.
@@ -124,7 +125,7 @@ _SKINNY_PRESETS: dict[str, tuple[KernelConfig, str]] = {
                  "M <= 32: the skinny kernel on C^T = op(B)^T op(A)^T, B read once, C stored transposed"),
 }
 
-V13_DOC = "autotuned: the best stored config for this GPU, else the best built-in one for its architecture"
+V13_DOC = "autotuned: the fastest measured at 4096^3 NN on the GPU, else built in (gemmgen presets --help)"
 
 
 class UnknownPreset(KeyError):
@@ -148,8 +149,16 @@ def preset(name: str, arch: str = "sm_90", tuned: KernelConfig | None = None) ->
     """The preset's config; v13 takes ``tuned`` (a stored search winner) or the built-in best for ``arch``.
 
     Entry points do not call this for v13 themselves: gemmgen.records.best.resolve_preset finds the
-    target GPU's stored winner and passes it as ``tuned``.
+    target GPU's stored winner and passes it as ``tuned``. ``arch`` is an architecture of gemmgen's device
+    table or a GPU name (its architecture is taken); anything else raises UnknownDevice listing them.
+
+    >>> preset("v13", "rtx3090") == preset("v13", "sm_86")
+    True
     """
+    if not isinstance(arch, str):
+        raise TypeError(f"arch = {arch!r}: give an architecture ({', '.join(ARCHS)}) or a GPU name such as 'h100'")
+    if arch not in ARCHS:
+        arch = for_arch(arch).arch
     if name == "v13":
         base = tuned or _BUILTIN_BEST.get(arch) or _BUILTIN_BEST["sm_80"]
         return base.replace(label="v13")

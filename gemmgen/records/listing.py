@@ -33,6 +33,15 @@ def list_rows(results: Results = None) -> list[dict[str, Any]]:
     return rows
 
 
+def _digits(x: float) -> float:
+    """Four significant digits: a small shape's 0.00164 TFLOP/s stays 0.00164, not 0.0.
+
+    >>> _digits(85.991637), _digits(0.0016432)
+    (85.99, 0.001643)
+    """
+    return float(f"{x:.4g}")
+
+
 def show_rows(device: str | Mapping, results: Results = None) -> list[dict[str, Any]]:
     """One row per tuned shape of a GPU (columns SHOW_COLUMNS), for `gemmgen results show`.
 
@@ -40,7 +49,7 @@ def show_rows(device: str | Mapping, results: Results = None) -> list[dict[str, 
     ``load_device(device, results, missing_ok=False).to_dict()`` for the full entries.
     """
     dev = load_device(device, results, missing_ok=False)
-    return [{"shape": e.key, "name": e.name, "tflops": round(e.tflops, 2),
-             "cublas_tflops": round(e.cublas_tflops, 2), "ratio": round(e.ratio, 3),
+    return [{"shape": e.key, "name": e.name, "tflops": _digits(e.tflops),
+             "cublas_tflops": _digits(e.cublas_tflops), "ratio": round(e.ratio, 3),
              "trials": e.trials, "date": e.date, "origin": e.origin}
             for e in sorted(dev.entries.values(), key=lambda e: shape_order(e.key))]

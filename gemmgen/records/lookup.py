@@ -69,7 +69,8 @@ def load_device(device: str | Mapping, results: Results = None, *, missing_ok: b
 
     A fingerprint (what the API passes) matches its own name only, never another part of the same
     alias (an H100 PCIe does not get H100 SXM results). With ``missing_ok`` a GPU without results
-    gives empty entries; otherwise ResultsError lists the GPUs that have results.
+    gives empty entries; otherwise ResultsError lists the GPUs that have results. A name that is
+    neither a GPU with results nor one in gemmgen's table is a ResultsError either way.
 
     >>> import tempfile
     >>> load_device({"name": "Example GPU"}, tempfile.mkdtemp()).entries
@@ -85,9 +86,14 @@ def load_device(device: str | Mapping, results: Results = None, *, missing_ok: b
         if isinstance(device, Mapping):
             check_same_device(found.device, device, found.path)
         return found
-    if missing_ok:
+    if missing_ok and (isinstance(device, Mapping) or _alias_of(name)):
         return DeviceResults(dict(device) if isinstance(device, Mapping) else {"name": name}, {})
     have = ", ".join(load_all(results)) or "none"
+    if not isinstance(device, Mapping) and not _alias_of(name):   # a typo, not a GPU without results
+        from ..base.devices import KNOWN
+
+        raise ResultsError(f"unknown GPU {name!r}: no results under that name and not in gemmgen's table "
+                           f"({', '.join(KNOWN)}); GPUs with results: {have}")
     raise ResultsError(f"no tuned results for {name!r} in {', '.join(map(str, result_dirs(results)))}; "
                        f"GPUs with results: {have}")
 

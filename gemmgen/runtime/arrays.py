@@ -50,7 +50,18 @@ def as_cupy(x: Any, what: str):
     if type(x).__module__.split(".")[0] == "numpy":
         raise TypeError(f"{what} is a host (NumPy) array; move it to the GPU first, e.g. cupy.asarray({what})")
     if _has_cuda_array_interface(x):
-        return cupy.asarray(x)
+        view = Described(x, checked_interface(x, what))
+        try:
+            a = cupy.asarray(view)
+            if a.size:
+                _device_memory(a.data.ptr, what)
+            return a
+        except cupy.cuda.runtime.CUDARuntimeError as err:   # CuPy asked the driver about the pointer
+            from ..base.devices import require_gpu
+
+            require_gpu()    # NoGpu where there is no usable GPU at all
+            raise ValueError(f"{what}'s __cuda_array_interface__ points at {view.__cuda_array_interface__['data'][0]:#x}, "
+                             f"which CUDA does not know as memory ({err}); pass a CUDA array (CuPy, PyTorch, ...)") from None
     if hasattr(x, "__dlpack__"):
         try:
             return cupy.from_dlpack(x)
@@ -58,6 +69,62 @@ def as_cupy(x: Any, what: str):
             raise TypeError(f"{what} ({type(x).__name__}) is not a CUDA array: {exc}") from None
     raise TypeError(f"{what} must be a CUDA array (CuPy, or with __cuda_array_interface__ or DLPack), "
                     f"got {type(x).__name__}")
+
+
+class Described:
+    """An object's checked ``__cuda_array_interface__``, read once, with the object kept alive (CuPy's
+    view of the memory holds this, this holds the owner)."""
+
+    __slots__ = ("owner", "__cuda_array_interface__")
+
+    def __init__(self, owner: Any, interface: dict):
+        self.owner, self.__cuda_array_interface__ = owner, interface
+
+
+def checked_interface(x: Any, what: str) -> dict:
+    """``x.__cuda_array_interface__`` if it is well formed (version 0-3: shape, typestr, data, strides),
+    else a TypeError or ValueError naming the bad field, before CuPy hands its pointer to the driver.
+
+    >>> class Bogus:
+    ...     __cuda_array_interface__ = {"shape": (2, 2), "typestr": "<f4", "data": (0, False), "version": 3}
+    >>> checked_interface(Bogus(), "A")
+    Traceback (most recent call last):
+    ValueError: A's __cuda_array_interface__ has a null data pointer for 4 elements; it describes no memory
+    """
+    d = x.__cuda_array_interface__
+    where = f"{what}'s __cuda_array_interface__"
+    if not isinstance(d, dict):
+        raise TypeError(f"{where} is a {type(d).__name__}, not a dict (see the CUDA Array Interface, version 3)")
+    missing = [k for k in ("shape", "typestr", "data") if k not in d]
+    if missing:
+        raise ValueError(f"{where} lacks {', '.join(missing)}; it needs shape, typestr, data (and version)")
+    shape, typestr, data, strides = d["shape"], d["typestr"], d["data"], d.get("strides")
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) and n >= 0 for n in shape)):
+        raise ValueError(f"{where} has shape {shape!r}; give a tuple of sizes >= 0")
+    if not isinstance(typestr, str):
+        raise ValueError(f"{where} has typestr {typestr!r}; give a NumPy type string such as '<f4'")
+    if not (isinstance(data, tuple) and len(data) == 2 and isinstance(data[0], int) and data[0] >= 0):
+        raise ValueError(f"{where} has data {data!r}; give (pointer, read_only) with an integer pointer")
+    if strides is not None and not (isinstance(strides, tuple) and len(strides) == len(shape)
+                                    and all(isinstance(n, int) for n in strides)):
+        raise ValueError(f"{where} has strides {strides!r} for shape {shape!r}; give None or one integer per dimension")
+    count = 1
+    for n in shape:
+        count *= n
+    if data[0] == 0 and count:
+        raise ValueError(f"{where} has a null data pointer for {count} elements; it describes no memory")
+    return d
+
+
+def _device_memory(ptr: int, what: str) -> None:
+    """ValueError unless ``ptr`` is CUDA device or managed memory: a kernel reading host memory, or none,
+    would fail with an illegal address that ruins the CUDA context for the rest of the process."""
+    import cupy
+
+    kind = cupy.cuda.runtime.pointerGetAttributes(ptr).type
+    if kind not in (cupy.cuda.runtime.memoryTypeDevice, cupy.cuda.runtime.memoryTypeManaged):
+        raise ValueError(f"{what}'s __cuda_array_interface__ points at {ptr:#x}, which is not CUDA device memory "
+                         f"(CUDA memory type {kind}); pass a CUDA array (CuPy, PyTorch, ...)")
 
 
 def _has_cuda_array_interface(x: Any) -> bool:

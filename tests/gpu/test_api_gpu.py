@@ -109,6 +109,25 @@ def test_bad_inputs_are_named(make, err, words):
         gemmgen.matmul(A, B)
 
 
+class _Claims:
+    """An object whose __cuda_array_interface__ describes memory that is not CUDA device memory."""
+
+    def __init__(self, ptr):
+        self.__cuda_array_interface__ = {"shape": (4, 3), "typestr": "<f4", "data": (ptr, False), "version": 3}
+
+
+def test_an_interface_pointing_at_no_cuda_memory_is_a_value_error_not_a_driver_error():
+    import cupy as cp
+
+    host = np.ones((4, 3), np.float32)
+    for ptr in (0x1234, host.ctypes.data):          # nowhere, and host memory CUDA does not know
+        with pytest.raises(ValueError, match=f"A's __cuda_array_interface__ points at {ptr:#x}"):
+            gemmgen.matmul(_Claims(ptr), cp.ones((3, 2), cp.float32))
+    A = cp.ones((4, 3), cp.float32)                 # the same object over device memory runs, and the
+    out = gemmgen.matmul(_Claims(A.data.ptr), cp.ones((3, 2), cp.float32))   # context is still usable
+    assert float(out.sum()) == 4 * 2 * 3
+
+
 def test_bad_out_is_named():
     import cupy as cp
 

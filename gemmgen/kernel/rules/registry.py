@@ -48,7 +48,16 @@ def as_device(target: DeviceLike) -> DeviceSpec:
 
 
 def explain(config: KernelConfig, target: DeviceLike) -> list[Violation]:
-    """Every rule the config breaks on ``target`` (a DeviceSpec, GPU name or sm_XX); [] if valid."""
+    """Every rule the config breaks on ``target`` (a DeviceSpec, GPU name or sm_XX); [] if valid.
+
+    >>> explain("v8", "sm_90")
+    Traceback (most recent call last):
+    TypeError: expected a KernelConfig, got str 'v8': make one with gemmgen.preset('v8'), KernelConfig(...) or KernelConfig.from_dict(...)
+    """
+    if not isinstance(config, KernelConfig):
+        hint = f"gemmgen.preset({config!r})" if isinstance(config, str) else "gemmgen.preset('v8')"
+        raise TypeError(f"expected a KernelConfig, got {type(config).__name__} {config!r:.40}: make one with {hint}, "
+                        "KernelConfig(...) or KernelConfig.from_dict(...)")
     dev = as_device(target)
     out: list[Violation] = []
     for rule in TMA_RULES if config.tma else RULES:
