@@ -111,3 +111,33 @@ def test_portfolio_greedy_prefers_broad_kernels():
     assert builtin.choose_portfolio([t], 1) == ["b"]                 # b alone is nearest overall
     assert builtin.choose_portfolio([t], 3, allowed=["a", "c"]) == ["c", "a"]
     assert builtin.choose_portfolio([t], 5, start=["b"])[:1] == ["b"]
+
+
+def test_untimed_built_in_kernels_compete_behind_a_margin_where_load_asks():
+    """A GPU whose results time a few kernels: as load() builds its library, the built-in kernels it did
+    not time compete UNTIMED slower than their model; a library built without it keeps to the timed ones."""
+    from gemmgen.kernel.presets import preset
+
+    spec = known("h100")
+    timings = Timings.empty().add(preset("v10"), "4096x4096x4096", 3.0).add(preset("v10"), "1024x1024x1024", 0.06)
+    plain = KernelLibrary(spec, {}, timings=timings)
+    assert [f.config.name for f in plain.candidates("fp32", "NN")] == [preset("v10").name]
+    mixed = KernelLibrary(spec, {}, timings=timings, untimed_builtins=True).candidates("fp32", "NN")
+    built = [f for f in mixed if isinstance(f, analytic.Analytic)]
+    assert len(built) > 20 and all(f.margin == builtin.UNTIMED for f in built)
+    alone = {f.config.name: f for f in builtin.builtin_fits(spec, "fp32")}
+    s = Shape(3000, 5000, 700)
+    f = built[0]
+    base = alone[f.config.name] if f.config.name in alone else None
+    if base is not None:
+        assert f.predict(s) - f.base == pytest.approx((base.predict(s) - base.base) * builtin.UNTIMED)
+
+
+def test_results_plan_of_a_gpu_with_no_results_shows_the_built_in_choice(capsys):
+    from gemmgen.cli import main
+
+    assert main(["results", "plan", "rtx3090", "3000x5000x700/NT", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    text = json.dumps(rows)
+    assert "gg_simt" in text or "gg_tf32x3" in text
+    assert "_wg" not in text    # no wgmma before Hopper

@@ -117,6 +117,23 @@ class Analytic:
         """``config``'s model on ``spec`` with its kind's coefficients."""
         return cls(config, spec, tuple(coefficients[kind(config)]), max_resident(config, spec), margin=margin)
 
+    @property
+    def u(self) -> float:
+        """ms a block's K step costs its SM (the throughput terms), as :class:`.predict.Fitted` names it."""
+        terms, _, _ = features(self.config, Shape(self.config.BM, self.config.BN, self.config.BK), self.spec, 1)
+        return self.coef[0] * terms[0] + self.coef[1] * terms[1]
+
+    @property
+    def w(self) -> float:
+        """ms of latency a K step of a round of resident blocks costs."""
+        return self.coef[2] * 1e-3
+
+    @property
+    def v(self) -> float:
+        """ms a block costs beside its K steps (its C tile, its start)."""
+        terms, _, _ = features(self.config, Shape(self.config.BM, self.config.BN, self.config.BK), self.spec, 1)
+        return self.coef[3] * terms[3] + self.coef[4] * terms[4]
+
     def fitted(self, s: Shape) -> float:
         """The model's time (ms) on shape ``s``, rows aligned."""
         terms, fixed, floor = features(self.config, s, self.spec, self.resident)

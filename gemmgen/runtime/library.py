@@ -68,12 +68,13 @@ class KernelLibrary:
     """
 
     def __init__(self, spec: DeviceSpec, entries: Mapping[str, Entry], device_id: int = 0, strict: bool = False,
-                 timings: Timings | None = None):
+                 timings: Timings | None = None, untimed_builtins: bool = False):
         self.stored = dict(entries)
         self.classes = by_precision(entries)
         self.entries = self.classes.get("fp32", {})
         self.timings = timings or Timings.empty()
         self.spec, self.device_id, self.strict = spec, device_id, strict
+        self.untimed_builtins = untimed_builtins   # built-in kernels the timings miss compete too (what load() does)
         self._kernels: dict[str, Kernel] = {}
         self._choice: dict[tuple, Kernel] = {}
         self._plans: dict[tuple, tuple] = {}
@@ -150,7 +151,7 @@ class KernelLibrary:
             if fits is None:   # nothing of the class stored for this GPU: the built-in kernels' analytic models
                 timed = self.timings.of_precision(precision)
                 if timed:   # the built-in kernels it did not time compete too, behind a margin
-                    fits = fit_all(timed, self.spec) + ([] if self.strict else
+                    fits = fit_all(timed, self.spec) + ([] if self.strict or not self.untimed_builtins else
                                                         builtin_fits(self.spec, precision, timed=(k.config.name for k in timed)))
                 else:
                     fits = [] if self.classes.get(precision) or self.strict else builtin_fits(self.spec, precision)
@@ -243,7 +244,7 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
     if gpu != "auto" and resolve_alias(gpu) != spec.key:
         raise ValueError(f"gpu={gpu!r} does not match this device, {spec.name!r}; use gpu='auto'")
     found = load_device(fingerprint(dev), results)
-    return KernelLibrary(spec, found.entries, dev, strict, found.timings)
+    return KernelLibrary(spec, found.entries, dev, strict, found.timings, untimed_builtins=True)
 
 
 def library_for(device_id: int, strict: bool) -> KernelLibrary:
