@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ..base.devices import ARCHS, for_arch
+from ..base.devices import ARCHS, target
 from ..kernel.config import HALF, KernelConfig
 from ..kernel.presets import describe, names, preset
 from .command import Command
@@ -62,14 +62,14 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arch", default=DEFAULT_ARCH, metavar="TARGET",
+    parser.add_argument("--arch", metavar="TARGET",
                         help=f"architecture or GPU name for v13's built-in choice ({', '.join(ARCHS)}); "
-                             f"default {DEFAULT_ARCH}")
+                             f"default: the GPU present, else {DEFAULT_ARCH}")
     parser.add_argument("--json", action="store_true", help="print a JSON list of the presets' configs")
 
 
 def run(args: argparse.Namespace) -> int:
-    arch = for_arch(args.arch).arch
+    arch = target(args.arch, say=getattr(args, "notes", []).append).arch   # no --arch: the GPU present, else the H100, noted
     rows = [(name, preset(name, arch)) for name in names()]
     if args.json:
         json.dump([_record(name, c) for name, c in rows], sys.stdout, indent=2)

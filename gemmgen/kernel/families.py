@@ -29,21 +29,6 @@ FRAGMENT_LOADS = ("lds", "shfl")
 #   wmma: fp16 WMMA wherever there are tensor cores (sm_70+), bf16 and cp.async stages from sm_80 (WMMA_ARCH)
 #   mma = "wgmma" and the TMA kernels: wgmma.mma_async, on sm_90a only (WGMMA_ARCH, TMA_KIND): not on
 #   Blackwell, whose datacenter tensor cores take tcgen05, for which gemmgen has no family yet, so
-#   sm_100, sm_103 and sm_110 run the mma.sync kernels.
+#   sm_100, sm_103 and sm_110 run the mma.sync kernels (gemmgen.base.devices.arch_note says so).
 RUNS_FROM = {"naive": (7, 5), "simt": (7, 5), "skinny": (8, 0), "tf32": (8, 0), "tf32x3": (8, 0), "wmma": (7, 0)}
 HOPPER = (9, 0)   # the one compute capability of wgmma and the TMA kernels (compiled as sm_90a)
-TCGEN05 = ((10, 0), (10, 3), (11, 0))   # datacenter Blackwell and Thor: tcgen05 tensor cores, no gemmgen family yet
-
-
-def arch_note(cc: tuple[int, int]) -> str | None:
-    """What gemmgen runs on a GPU whose native tensor-core instructions it has no family for, or None.
-
-    >>> arch_note((10, 0))
-    'sm_100 runs the mma.sync kernels (tf32, tf32x3, wmma) and SIMT: its native tcgen05 tensor-core instructions have no family in gemmgen yet'
-    >>> arch_note((9, 0)) is None
-    True
-    """
-    if tuple(cc) not in TCGEN05:
-        return None
-    return (f"sm_{cc[0]}{cc[1]} runs the mma.sync kernels (tf32, tf32x3, wmma) and SIMT: its native tcgen05 "
-            "tensor-core instructions have no family in gemmgen yet")

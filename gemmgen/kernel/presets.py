@@ -182,3 +182,20 @@ def runs_on(name: str, arch: str) -> bool:
 def all_presets(arch: str = "sm_90") -> list[KernelConfig]:
     """Every preset (v0..v13, the tensor-core and the half presets) that exists on an architecture."""
     return [preset(n, arch) for n in names() if runs_on(n, arch)]
+
+
+def representatives(arch: str) -> dict[tuple[str, str, bool], str]:
+    """The first preset of each kind of kernel (family, mma, tma: one template path each) that runs on
+    an architecture: what a compile check of every architecture builds, where every preset is too many.
+
+    >>> representatives("sm_75")
+    {('naive', 'sync', False): 'v0', ('simt', 'sync', False): 'v2', ('wmma', 'sync', False): 'wmma'}
+    >>> sorted(k[0] for k in representatives("sm_100"))
+    ['naive', 'simt', 'skinny', 'tf32', 'tf32x3', 'wmma']
+    """
+    out: dict[tuple[str, str, bool], str] = {}
+    for name in names():
+        c = _lookup(name)[0] if name != "v13" else preset(name, arch)
+        if (c.family, c.mma, c.tma) not in out and runs_on(name, arch):
+            out[(c.family, c.mma, c.tma)] = name
+    return out
