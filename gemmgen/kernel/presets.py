@@ -195,7 +195,7 @@ def representatives(arch: str) -> dict[tuple[str, str, bool], str]:
     """
     out: dict[tuple[str, str, bool], str] = {}
     for name in names():
-        c = _lookup(name)[0] if name != "v13" else preset(name, arch)
+        c = preset(name, arch)
         if (c.family, c.mma, c.tma) not in out and runs_on(name, arch):
             out[(c.family, c.mma, c.tma)] = name
     return out
