@@ -1,5 +1,7 @@
 """Every preset compiles with nvcc for sm_80, sm_86 and sm_90, and 100 random valid configs each for one
-of them in turn; every path of the --harness main() builds into a program with cuBLAS (no GPU needed).
+of them in turn; one preset of each kind (presets.representatives) compiles for every other architecture
+CUDA 13 builds for (sm_75 to sm_121; tests/test_compile_nvrtc.py builds the same with NVRTC); every path
+of the --harness main() builds into a program with cuBLAS (no GPU needed).
 
 All compiles are queued at once through build.compile_many (one nvcc per core), so the module costs
 about (jobs x 1.2 s) / cores; the tests then read the shared results. A random config is compiled for
@@ -17,7 +19,8 @@ import pytest
 
 from gemmgen import build
 from gemmgen.base import CompileFailure
-from gemmgen.kernel.presets import names, preset, runs_on
+from gemmgen.base.devices import ARCHS as EVERY_ARCH
+from gemmgen.kernel.presets import names, preset, representatives, runs_on
 from gemmgen.codegen.render import emit, render
 from gemmgen.tune.space import sample_valid
 
@@ -29,6 +32,12 @@ ARCHS = ("sm_80", "sm_86", "sm_90")
 # register limit by design, have their own bound in tests/test_wgmma.py)
 SPILL_FREE = [n for n in names()[names().index("v5"):] if not n.endswith("-wgmma")]
 RANDOM_PER_LAYOUT = 25                            # x 4 layouts = 100 random configs, one arch each
+# The other architectures get presets of every other kind in turn (each arch half its kinds, each kind
+# half the archs): the template paths are the ones compiled for ARCHS, what is new is the architecture's
+# ptxas, and tests/test_compile_nvrtc.py builds every kind for every arch through the same ptxas. All
+# 45 pairs took 75 s of a busy 2-core CI machine; these 23 take about half.
+OTHER_ARCHS = [(a, n) for i, a in enumerate(a for a in EVERY_ARCH if a not in ARCHS)
+               for j, n in enumerate(representatives(a).values()) if (i + j) % 2 == 0]
 
 
 # The interleaved SIMT loop (interleave = true) in every layout, on whole tiles and checked: v10's tile and
@@ -51,6 +60,7 @@ def compiled():
     jobs += [(("random", c.name, ARCHS[i % len(ARCHS)]), render(c, ARCHS[i % len(ARCHS)]))
              for i, c in enumerate(_random_configs())]   # layouts in turn too: each layout meets each arch
     jobs += [(("interleave", c.name, "sm_90"), render(c, "sm_90")) for c in INTERLEAVED]
+    jobs += [(("arch", n, a), render(preset(n, a), a)) for a, n in OTHER_ARCHS]
     results = build.compile_many([(src, key[2]) for key, src in jobs])
     return {key: res for (key, _), res in zip(jobs, results)}
 
@@ -66,6 +76,15 @@ def test_every_preset_compiles(compiled, arch):
     for n in filter(lambda n: runs_on(n, arch), names()):
         report = compiled[("preset", n, arch)]
         assert preset(n, arch).name in report.kernels, report.log
+
+
+@pytest.mark.parametrize("arch", sorted({a for a, _ in OTHER_ARCHS}))
+def test_one_preset_of_each_kind_compiles_for_every_other_arch(compiled, arch):
+    bad = {k: v for k, v in _failures(compiled, "arch").items() if k[2] == arch}
+    assert not bad, bad
+    for n in (n for a, n in OTHER_ARCHS if a == arch):
+        report = compiled[("arch", n, arch)]
+        assert report.arch == arch and preset(n, arch).name in report.kernels, report.log
 
 
 @pytest.mark.parametrize("name", SPILL_FREE)

@@ -5,7 +5,8 @@ import pytest
 
 from gemmgen.kernel.config import KernelConfig
 from gemmgen.base.devices import DeviceSpec
-from gemmgen.kernel.presets import all_presets, names, preset
+from gemmgen.base.devices import ARCHS
+from gemmgen.kernel.presets import all_presets, names, preset, representatives
 from gemmgen.codegen.render import render
 from gemmgen.kernel.rules import explain, InvalidConfig, rule_names, validate
 
@@ -137,3 +138,34 @@ def test_interleave_is_named_and_left_out_of_configs_without_it():
     assert fast.replace(interleave=True).name == fast.name.replace("_fldsp_", "_fldspi_")
     assert "interleave" not in fast.to_dict() and fast.replace(interleave=True).to_dict()["interleave"] is True
     assert KernelConfig.from_dict(fast.replace(interleave=True).to_dict()).interleave
+
+
+# ---- where each family runs --------------------------------------------------------------------------
+def test_every_architecture_has_its_kinds():
+    """sm_75 runs the kinds without cp.async and TF32; sm_80 and newer add the tensor-core and skinny
+    families; only sm_90 has wgmma and TMA kernels (Blackwell runs the mma.sync ones)."""
+    kinds = {a: {k[0] + ("-wgmma" if k[1] == "wgmma" else "") + ("-tma" if k[2] else "")
+                 for k in representatives(a)} for a in ARCHS}
+    assert kinds["sm_75"] == {"naive", "simt", "wmma"}
+    mma_sync = {"naive", "simt", "wmma", "skinny", "tf32", "tf32x3"}
+    assert all(kinds[a] == mma_sync for a in ARCHS if a not in ("sm_75", "sm_90"))
+    assert kinds["sm_90"] == mma_sync | {"tf32-wgmma", "tf32x3-wgmma", "tf32x3-wgmma-tma", "tf32-wgmma-tma",
+                                         "wmma-wgmma-tma"}
+
+
+@pytest.mark.parametrize("name,arch,rule,words", [
+    ("skinny", "sm_75", "SKINNY_ARCH", "cp.async"),
+    ("tf32x3", "sm_75", "TENSOR_CORE_ARCH", "sm_80"),
+    ("wmma-fast", "sm_75", "WMMA_ARCH", "cp.async"),
+    ("tf32x3-wgmma", "sm_100", "WGMMA_ARCH", "tcgen05"),
+    ("tf32-wgmma", "sm_120", "WGMMA_ARCH", "sm_90a"),
+    ("f16-tma", "sm_103", "TMA_KIND", "tcgen05"),
+])
+def test_a_family_off_its_architectures_says_why(name, arch, rule, words):
+    found = dict((v.rule, v.reason) for v in explain(preset(name, arch), arch))
+    assert rule in found and words in found[rule] and arch in found[rule], found
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_87", "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"])
+def test_every_preset_that_runs_on_a_new_arch_is_valid_there(arch):
+    assert all_presets(arch) and all(explain(cfg, arch) == [] for cfg in all_presets(arch))

@@ -3,7 +3,8 @@
 - ``shape``: :class:`Shape`, an M x N x K problem in a layout.
 - ``outcome``: :class:`Measurement` and the typed failures (:class:`Failure`, :class:`Rejected`,
   :class:`CompileFailure`, :class:`RuntimeFailure`, :class:`Timeout`, :class:`WrongResult`).
-- ``devices``: :class:`DeviceSpec`, the table of known GPUs, detection and fingerprints.
+- ``gpus``: :class:`DeviceSpec` and the table of known GPUs and architectures (sm_75 to sm_121).
+- ``devices``: looking a target up in it, the present GPU (detection, fingerprints), the default target.
 - ``paths``: where templates, search spaces, results and caches live.
 - ``files``: crash-safe writes (lock, temp file, rename).
 - ``version``: ``__version__``.

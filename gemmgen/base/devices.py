@@ -1,104 +1,29 @@
-"""GPU limits: read off the present GPU, or taken from a table of known GPUs for offline targets; and
-what this machine lacks for a command (:class:`NoGpu`, :class:`MissingDependency`), said in one line.
+"""GPU limits: read off the present GPU, or taken from :mod:`.gpus`' table of known GPUs for offline
+targets; and what this machine lacks for a command (:class:`NoGpu`, :class:`MissingDependency`), said in
+one line.
+
+Every architecture CUDA 13 builds for is a target (:data:`ARCHS`, sm_75 to sm_121); a present GPU that
+is not in the table is described by the driver's own properties (:func:`spec_from_properties`).
 
 >>> spec = known("h100")
 >>> spec.arch, spec.sm_count
 ('sm_90', 132)
->>> resolve_alias("rtx3090")
-'rtx3090'
+>>> resolve_alias("rtx3090"), resolve_alias("NVIDIA GeForce RTX 5090")
+('rtx3090', 'rtx5090')
+>>> for_arch("sm_120").key, for_arch("sm_75").key
+('rtx5090', 't4')
 """
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+import sys
+from typing import Callable, Mapping, Optional
 
+from .gpus import (ALIASES, ARCH_LIMITS, ARCHS, FMA_LANES, KNOWN, MMA_TF32_FLOP_PER_CLK_SM,  # noqa: F401
+                   REPRESENTATIVE, WGMMA_TF32_FLOP_PER_CLK_SM, ArchLimits, DeviceSpec, arch_of)
 from .version import __version__
 
-
-@dataclass(frozen=True)
-class DeviceSpec:
-    """What validation and benchmarking need to know about a GPU."""
-
-    key: str                     # short name in gemmgen's table ("h100"), or "detected"
-    name: str                    # marketing name as the driver reports it
-    cc: tuple[int, int]          # compute capability
-    sm_count: int
-    smem_per_block_optin: int    # bytes of shared memory one block may use after opting in
-    smem_per_sm: int             # bytes of shared memory per SM
-    regs_per_block: int = 65536
-    regs_per_sm: int = 65536
-    max_threads_per_block: int = 1024
-    max_threads_per_sm: int = 2048
-    l2_bytes: int = 0
-    clock_mhz: int = 0           # boost clock used for the FP32 ceiling
-    mem_gbs: float = 0.0         # DRAM bandwidth, GB/s
-
-    @property
-    def arch(self) -> str:
-        """The nvcc/NVRTC target for this GPU, e.g. sm_90."""
-        return f"sm_{self.cc[0]}{self.cc[1]}"
-
-    @property
-    def fma_lanes(self) -> int:
-        """FP32 FMAs an SM issues per clock: 128 on sm_86 and newer (GA10x, Ada, Hopper: two FP32 paths
-        a partition), 64 on sm_80 (A100) and sm_7x (Volta, Turing). Older GPUs, outside gemmgen's targets,
-        count as sm_7x.
-
-        >>> known("h100").fma_lanes, known("rtx3090").fma_lanes, known("a100").fma_lanes
-        (128, 128, 64)
-        """
-        return 64 if tuple(self.cc) <= (8, 0) else 128
-
-    @property
-    def fp32_tflops(self) -> float:
-        """FMA ceiling: SMs x FP32 lanes (:attr:`fma_lanes`) x 2 FLOP x clock.
-
-        >>> round(known("h100").fp32_tflops, 1), round(known("a100").fp32_tflops, 1)
-        (66.9, 19.5)
-        """
-        return self.sm_count * self.fma_lanes * 2 * self.clock_mhz * 1e6 / 1e12
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-_KB = 1024
-# Limits from the CUDA programming guide's compute-capability tables and vendor datasheets.
-KNOWN: dict[str, DeviceSpec] = {
-    d.key: d
-    for d in (
-        DeviceSpec("rtx3090", "NVIDIA GeForce RTX 3090", (8, 6), 82, 99 * _KB, 100 * _KB,
-                   max_threads_per_sm=1536, l2_bytes=6 * 2**20, clock_mhz=1695, mem_gbs=936),
-        DeviceSpec("a10", "NVIDIA A10", (8, 6), 72, 99 * _KB, 100 * _KB,
-                   max_threads_per_sm=1536, l2_bytes=6 * 2**20, clock_mhz=1695, mem_gbs=600),
-        DeviceSpec("a100", "NVIDIA A100-SXM4-80GB", (8, 0), 108, 163 * _KB, 164 * _KB,
-                   l2_bytes=40 * 2**20, clock_mhz=1410, mem_gbs=2039),
-        DeviceSpec("l4", "NVIDIA L4", (8, 9), 58, 99 * _KB, 100 * _KB,
-                   max_threads_per_sm=1536, l2_bytes=48 * 2**20, clock_mhz=2040, mem_gbs=300),
-        DeviceSpec("rtx4090", "NVIDIA GeForce RTX 4090", (8, 9), 128, 99 * _KB, 100 * _KB,
-                   max_threads_per_sm=1536, l2_bytes=72 * 2**20, clock_mhz=2520, mem_gbs=1008),
-        DeviceSpec("4070ti-super", "NVIDIA GeForce RTX 4070 Ti SUPER", (8, 9), 66, 99 * _KB, 100 * _KB,
-                   max_threads_per_sm=1536, l2_bytes=48 * 2**20, clock_mhz=2610, mem_gbs=672),
-        DeviceSpec("h100", "NVIDIA H100 80GB HBM3", (9, 0), 132, 227 * _KB, 228 * _KB,
-                   l2_bytes=50 * 2**20, clock_mhz=1980, mem_gbs=3350),
-        DeviceSpec("h200", "NVIDIA H200", (9, 0), 132, 227 * _KB, 228 * _KB,
-                   l2_bytes=60 * 2**20, clock_mhz=1980, mem_gbs=4800),
-    )
-}
-
-# Names the driver reports, per table key (several parts share one entry's limits).
-ALIASES: dict[str, tuple[str, ...]] = {
-    "rtx3090": ("NVIDIA GeForce RTX 3090",),
-    "a10": ("NVIDIA A10",),
-    "a100": ("NVIDIA A100-SXM4-80GB", "NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe"),
-    "l4": ("NVIDIA L4",),
-    "rtx4090": ("NVIDIA GeForce RTX 4090",),
-    "4070ti-super": ("NVIDIA GeForce RTX 4070 Ti SUPER",),
-    "h100": ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H100 NVL", "NVIDIA H100"),
-    "h200": ("NVIDIA H200", "NVIDIA H200 NVL"),
-}
-
-ARCHS = {"sm_80": (8, 0), "sm_86": (8, 6), "sm_89": (8, 9), "sm_90": (9, 0)}
+DEFAULT_ARCH = "sm_90"   # the target of emit, explain and presets where no GPU is present and none is named
 
 
 class UnknownDevice(ValueError):
@@ -124,10 +49,13 @@ def known(name: str) -> DeviceSpec:
 
 
 def for_arch(arch: str) -> DeviceSpec:
-    """A representative device for an architecture (sm_80, sm_86, sm_89, sm_90) or GPU name."""
+    """A representative device for an architecture (sm_75 ... sm_121, :data:`REPRESENTATIVE`) or GPU name.
+
+    >>> for_arch("sm_100").name, for_arch("GB10").arch
+    ('NVIDIA B200', 'sm_121')
+    """
     if arch in ARCHS:
-        cc = ARCHS[arch]
-        return next(d for d in KNOWN.values() if d.cc == cc)
+        return KNOWN[REPRESENTATIVE[arch]]
     try:
         return known(arch)
     except UnknownDevice:
@@ -135,6 +63,7 @@ def for_arch(arch: str) -> DeviceSpec:
                             f"({', '.join(KNOWN)})") from None
 
 
+# ---- the present GPU ------------------------------------------------------------------------------
 class NoGpu(RuntimeError):
     """CuPy, the CUDA driver or a GPU is missing: one line that says which, and what to install."""
 
@@ -172,31 +101,118 @@ def require_gpu(device_id: int = 0) -> None:
                     if count else "no CUDA GPU found: the driver sees no device")
 
 
-def detect(device_id: int = 0) -> DeviceSpec:
-    """Limits of a present GPU, read through CuPy (raises :class:`NoGpu` without one)."""
-    require_gpu(device_id)
-    import cupy
+def spec_from_properties(props: Mapping) -> DeviceSpec:
+    """A DeviceSpec from the driver's properties of a GPU (``cudaGetDeviceProperties``' names, with
+    ``clockRate`` and ``memoryClockRate`` in kHz, which CUDA 13 gives as device attributes only).
 
-    props = cupy.cuda.runtime.getDeviceProperties(device_id)
+    The limits are the driver's (an H100 PCIe has 114 SMs, not the SXM's 132). A GPU in the table
+    (:data:`ALIASES`) keeps its key and its datasheet boost clock and bandwidth; any other is usable
+    as it is, key "detected", its clock and bandwidth (memory clock x bus width x 2, double data rate)
+    read off the driver too.
+
+    >>> t4 = {"name": b"Tesla T4", "major": 7, "minor": 5, "multiProcessorCount": 40,
+    ...       "sharedMemPerBlock": 49152, "sharedMemPerBlockOptin": 65536, "sharedMemPerMultiprocessor": 65536,
+    ...       "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "maxThreadsPerBlock": 1024,
+    ...       "maxThreadsPerMultiProcessor": 1024, "l2CacheSize": 4194304, "clockRate": 1590000,
+    ...       "memoryClockRate": 5001000, "memoryBusWidth": 256}
+    >>> spec = spec_from_properties(t4)
+    >>> spec.key, spec.arch, spec.clock_mhz, spec.mem_gbs
+    ('t4', 'sm_75', 1590, 320)
+    >>> spec = spec_from_properties({**t4, "name": "NVIDIA T4G"})   # not in the table: the driver's numbers
+    >>> spec.key, spec.mem_gbs, spec.smem_per_block_optin
+    ('detected', 320.064, 65536)
+    """
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     try:
-        key = resolve_alias(name)
-        table = KNOWN[key]
+        table: Optional[DeviceSpec] = KNOWN[resolve_alias(name)]
     except UnknownDevice:
-        key, table = "detected", None
-    clock_khz = props.get("clockRate", 0) or (table.clock_mhz * 1000 if table else 0)
+        table = None
+    bandwidth = props.get("memoryClockRate", 0) * 1e3 * props.get("memoryBusWidth", 0) / 8 * 2 / 1e9   # GB/s
     return DeviceSpec(
-        key=key, name=name, cc=(props["major"], props["minor"]),
+        key=table.key if table else "detected", name=name, cc=(props["major"], props["minor"]),
         sm_count=props["multiProcessorCount"],
-        smem_per_block_optin=props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]),
+        smem_per_block_optin=props.get("sharedMemPerBlockOptin") or props["sharedMemPerBlock"],
         smem_per_sm=props["sharedMemPerMultiprocessor"],
         regs_per_block=props["regsPerBlock"], regs_per_sm=props.get("regsPerMultiprocessor", 65536),
         max_threads_per_block=props["maxThreadsPerBlock"],
         max_threads_per_sm=props["maxThreadsPerMultiProcessor"],
         l2_bytes=props["l2CacheSize"],
-        clock_mhz=table.clock_mhz if table else clock_khz // 1000,
-        mem_gbs=table.mem_gbs if table else 0.0,
+        clock_mhz=table.clock_mhz if table else props.get("clockRate", 0) // 1000,
+        mem_gbs=table.mem_gbs if table else round(bandwidth, 3),
+        tf32_flop_per_clk_sm=table.tf32_flop_per_clk_sm if table else 0,
     )
+
+
+def detect(device_id: int = 0) -> DeviceSpec:
+    """Limits of a present GPU, read through CuPy (raises :class:`NoGpu` without one); see
+    :func:`spec_from_properties`."""
+    require_gpu(device_id)
+    import cupy
+
+    rt = cupy.cuda.runtime
+    props = dict(rt.getDeviceProperties(device_id))
+    # CUDA 13 dropped the clocks from cudaDeviceProp; the device attributes still have them (kHz).
+    for key, attr in (("clockRate", 13), ("memoryClockRate", 36)):   # cudaDevAttrClockRate, ...MemoryClockRate
+        if not props.get(key):
+            props[key] = rt.deviceGetAttribute(attr, device_id)
+    return spec_from_properties(props)
+
+
+def default_notice(spec: DeviceSpec) -> str:
+    """The line that says a command targets :data:`DEFAULT_ARCH`'s GPU because no GPU is present.
+
+    >>> default_notice(for_arch(DEFAULT_ARCH))
+    'no GPU found: targeting sm_90 (h100); pass --arch to choose'
+    """
+    return f"no GPU found: targeting {spec.arch} ({spec.key}); pass --arch to choose"
+
+
+TCGEN05_ARCHS = ("sm_100", "sm_103", "sm_110")   # tensor cores driven by tcgen05: gemmgen has no such family yet
+
+
+def arch_note(spec: DeviceSpec) -> Optional[str]:
+    """What gemmgen runs on a GPU whose native tensor-core instructions it has no family for, or None.
+
+    >>> arch_note(known("b200"))
+    'sm_100 (b200): gemmgen runs its mma.sync kernels (tf32, tf32x3, wmma) and SIMT here; the native tcgen05 tensor-core instructions have no family yet'
+    >>> arch_note(known("h100")) is None
+    True
+    """
+    if spec.arch not in TCGEN05_ARCHS:
+        return None
+    return (f"{spec.arch} ({spec.key}): gemmgen runs its mma.sync kernels (tf32, tf32x3, wmma) and SIMT here; "
+            "the native tcgen05 tensor-core instructions have no family yet")
+
+
+def target(arch: Optional[str], say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+           find: Callable[[], DeviceSpec] = detect) -> DeviceSpec:
+    """The target a command's ``--arch`` names; with none, the GPU present (``find``), else the H100,
+    which ``say`` tells in one line (:func:`default_notice`), as it tells :func:`arch_note`'s line for
+    a GPU whose native tensor-core instructions gemmgen has no family for.
+
+    >>> def absent():
+    ...     raise NoGpu("no CUDA GPU found")
+    >>> target(None, say=print, find=absent).key
+    no GPU found: targeting sm_90 (h100); pass --arch to choose
+    'h100'
+    >>> target("sm_120", say=print, find=absent).key
+    'rtx5090'
+    >>> target("b200", say=print).key
+    sm_100 (b200): gemmgen runs its mma.sync kernels (tf32, tf32x3, wmma) and SIMT here; the native tcgen05 tensor-core instructions have no family yet
+    'b200'
+    """
+    if arch is not None:
+        spec = for_arch(arch)
+    else:
+        try:
+            spec = find()
+        except NoGpu:
+            spec = for_arch(DEFAULT_ARCH)
+            say(default_notice(spec))
+    note = arch_note(spec)
+    if note:
+        say(note)
+    return spec
 
 
 def fingerprint(device_id: int = 0) -> dict:

@@ -23,7 +23,6 @@ from ..codegen.render import KernelSource
 from .logs import first_error, numbered
 from .resources import PtxasReport, parse
 
-ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90")
 FLAGS = (*NVCC_FLAGS, "-Xptxas", "-v")
 
 

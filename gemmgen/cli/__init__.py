@@ -76,13 +76,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return USAGE_ERROR
     args.command_line = " ".join([PROG, *map(shlex.quote, argv)])   # for the "Produced by" header
+    args.notes = []   # lines about the target (devices.target), told after a run that went well: bad input stays one line
     try:
-        return args._command.run(args)
+        status = args._command.run(args)
     except USER_ERRORS as err:
         sys.stderr.write(f"{PROG} {args.command}: error: {one_line(err)}\n")
         return USAGE_ERROR
     except BrokenPipeError:         # `gemmgen emit ... | head` closed the pipe: not an error
         return 0
+    if status == 0:
+        sys.stderr.writelines(f"{PROG} {args.command}: {line}\n" for line in args.notes)
+    return status
 
 
 def one_line(err: BaseException) -> str:

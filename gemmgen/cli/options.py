@@ -6,7 +6,7 @@ the ``--arch`` target.
 
 >>> import argparse
 >>> p = argparse.ArgumentParser(); add_config_options(p)
->>> cfg, dev = config_from_args(p.parse_args(["--preset", "v8", "--set", "BK=16"]))
+>>> cfg, dev = config_from_args(p.parse_args(["--preset", "v8", "--set", "BK=16", "--arch", "h100"]))
 >>> cfg.BK, dev.arch
 (16, 'sm_90')
 """
@@ -17,13 +17,11 @@ import json
 import sys
 from typing import Any
 
-from ..base.devices import ARCHS, KNOWN, DeviceSpec, for_arch
+from ..base.devices import ARCHS, DEFAULT_ARCH, KNOWN, DeviceSpec, target
 from ..kernel.config import KernelConfig
 from ..kernel.keys import CHOICES, key_docs
 from ..kernel.presets import names
 from ..records.best import resolve_preset
-
-DEFAULT_ARCH = "sm_90"
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -37,9 +35,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                              "once; --list-keys lists them)")
     parser.add_argument("--list-keys", action=ListKeys, help="list the --set keys with their types, defaults, "
                         "valid values and meaning, and exit")
-    parser.add_argument("--arch", default=DEFAULT_ARCH, metavar="TARGET",
+    parser.add_argument("--arch", metavar="TARGET",
                         help=f"validate for this target: {', '.join(ARCHS)} or a GPU name "
-                             f"({', '.join(KNOWN)}); default {DEFAULT_ARCH}")
+                             f"({', '.join(KNOWN)}); default: the GPU present, else {DEFAULT_ARCH}")
 
 
 class ListKeys(argparse.Action):
@@ -78,7 +76,7 @@ def keys_text(width: int = 100) -> str:
 
 def config_from_args(args: argparse.Namespace) -> tuple[KernelConfig, DeviceSpec]:
     """The config the options describe and the device to check it against (not yet validated)."""
-    device = for_arch(args.arch)
+    device = target(args.arch, say=getattr(args, "notes", []).append)   # no --arch: the GPU present, else the H100, noted
     if args.preset:
         base = resolve_preset(args.preset, device)
     elif args.config:

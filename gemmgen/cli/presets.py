@@ -10,7 +10,7 @@ import json
 import sys
 import textwrap
 
-from ..base.devices import ARCHS, for_arch
+from ..base.devices import ARCHS, target
 from ..kernel.config import HALF, KernelConfig
 from ..kernel.presets import describe, names, preset
 from ..records.best import resolve_preset, v13_origin
@@ -91,15 +91,15 @@ def narrow(rows: list[tuple[str, ...]], width: int = WIDTH) -> list[str]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--arch", default=DEFAULT_ARCH, metavar="TARGET",
-                        help=f"the GPU (or architecture: {', '.join(ARCHS)}) whose v13 to show; default "
-                             f"{DEFAULT_ARCH}, whose GPU is {for_arch(DEFAULT_ARCH).key}")
+    parser.add_argument("--arch", metavar="TARGET",
+                        help=f"the GPU (or architecture: {', '.join(ARCHS)}) whose v13 to show; "
+                             f"default: the GPU present, else {DEFAULT_ARCH}")
     parser.add_argument("--wide", action="store_true", help=f"whole lines (default: cut at {WIDTH} columns)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of the presets' configs")
 
 
 def run(args: argparse.Namespace) -> int:
-    device = for_arch(args.arch)
+    device = target(args.arch, say=getattr(args, "notes", []).append)   # no --arch: the GPU present, else the H100, noted
     rows = [(name, resolve_preset(name, device)) for name in names()]
     if args.json:
         json.dump([_record(name, c, device) for name, c in rows], sys.stdout, indent=2)

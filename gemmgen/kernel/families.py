@@ -19,3 +19,16 @@ LAYOUTS = ("NN", "NT", "TN", "TT")
 BOUNDS = ("checked", "none")
 REDUCTIONS = ("atomic", "workspace")
 FRAGMENT_LOADS = ("lds", "shfl")
+
+# Where each family runs: the oldest compute capability with the instructions its kernels use, as the
+# rules that say so check it (explain() gives their reason in words). Every target gemmgen builds for is
+# sm_75 or newer, so "(7, 5)" means everywhere.
+#   naive, simt: plain loads and FMAs; simt with async_copy uses cp.async (sm_80+, ASYNC_ARCH)
+#   skinny: its per-warp ring is filled with cp.async (SKINNY_ARCH)
+#   tf32, tf32x3: mma.sync m16n8k8 with .tf32 operands and cp.async (TENSOR_CORE_ARCH)
+#   wmma: fp16 WMMA wherever there are tensor cores (sm_70+), bf16 and cp.async stages from sm_80 (WMMA_ARCH)
+#   mma = "wgmma" and the TMA kernels: wgmma.mma_async, on sm_90a only (WGMMA_ARCH, TMA_KIND): not on
+#   Blackwell, whose datacenter tensor cores take tcgen05, for which gemmgen has no family yet, so
+#   sm_100, sm_103 and sm_110 run the mma.sync kernels (gemmgen.base.devices.arch_note says so).
+RUNS_FROM = {"naive": (7, 5), "simt": (7, 5), "skinny": (8, 0), "tf32": (8, 0), "tf32x3": (8, 0), "wmma": (7, 0)}
+HOPPER = (9, 0)   # the one compute capability of wgmma and the TMA kernels (compiled as sm_90a)

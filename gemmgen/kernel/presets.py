@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..base.devices import ARCHS, for_arch
 from .config import KernelConfig
+from .rules.registry import explain
 
 # Each step adds one idea to the one before it; comments say what and why.
 _V2 = KernelConfig(family="simt", BM=32, BN=32, BK=32, WM=1, WN=32, TM=1, TN=1, vec=1, a_kmajor=False)
@@ -173,14 +174,36 @@ def _lookup(name: str) -> tuple[KernelConfig, str]:
 
 
 def runs_on(name: str, arch: str) -> bool:
-    """Whether a preset exists on an architecture: the wgmma presets need sm_90 (compiled as sm_90a).
+    """Whether a preset exists on an architecture: it breaks no rule on the architecture's GPU
+    (``devices.for_arch``), so the wgmma and TMA presets need sm_90 (compiled as sm_90a), the
+    tensor-core and skinny ones sm_80 (cp.async, mma.sync .tf32), and one that does not fit its shared
+    memory is left out.
 
     >>> runs_on("tf32x3-wgmma", "sm_80"), runs_on("tf32x3-wgmma", "sm_90"), runs_on("v5", "sm_86")
     (False, True, True)
+    >>> runs_on("tf32x3", "sm_75"), runs_on("wmma", "sm_75"), runs_on("tf32x3", "sm_100"), runs_on("tf32x3-wgmma", "sm_100")
+    (False, True, True, False)
     """
-    return name == "v13" or _lookup(name)[0].mma != "wgmma" or arch == "sm_90"
+    return not explain(preset(name, arch), arch)
 
 
 def all_presets(arch: str = "sm_90") -> list[KernelConfig]:
     """Every preset (v0..v13, the tensor-core and the half presets) that exists on an architecture."""
     return [preset(n, arch) for n in names() if runs_on(n, arch)]
+
+
+def representatives(arch: str) -> dict[tuple[str, str, bool], str]:
+    """The first preset of each kind of kernel (family, mma, tma: one template path each) that runs on
+    an architecture: what a compile check of every architecture builds, where every preset is too many.
+
+    >>> representatives("sm_75")
+    {('naive', 'sync', False): 'v0', ('simt', 'sync', False): 'v2', ('wmma', 'sync', False): 'wmma'}
+    >>> sorted(k[0] for k in representatives("sm_100"))
+    ['naive', 'simt', 'skinny', 'tf32', 'tf32x3', 'wmma']
+    """
+    out: dict[tuple[str, str, bool], str] = {}
+    for name in names():
+        c = preset(name, arch)
+        if (c.family, c.mma, c.tma) not in out and runs_on(name, arch):
+            out[(c.family, c.mma, c.tma)] = name
+    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from ..kernel.config import KernelConfig
-from ..kernel.presets import preset
+from ..kernel.presets import preset, runs_on
 from ..kernel.rules import DeviceLike, as_device, explain
 from ..records.best import resolve_preset
 from ..records.entry import Entry
@@ -29,6 +29,7 @@ DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 # and 53.0 vs 46.7 at 8192^3 (docs/PERFORMANCE.md). f16/bf16: the 128x256 cp.async wmma kernels.
 FALLBACK = {"fp32": "v13", "tf32": "tf32", "f16": "wmma-fast", "bf16": "wmma-bf16"}
 FALLBACK_BY_ARCH = {("sm_90", "fp32"): "tf32x3"}
+FALLBACK_PLAIN = {"f16": "wmma"}   # where the class's preset does not run (Turing: no cp.async for wmma-fast's stages)
 # Hopper's wgmma variant beats the mma.sync kernels (H100, 8192^3: 3xTF32 87 vs 53 TFLOP/s, TF32 161 vs
 # 111; docs/PERFORMANCE.md) in every layout where its preset fits (tf32-wgmma's 4 stages leave no room
 # for the transposed A of layouts TN and TT, so those keep mma.sync).
@@ -66,8 +67,12 @@ def fallback_name(precision: str, arch: str, layout: str = "NN") -> str:
 
     >>> fallback_name("fp32", "sm_90", "TT"), fallback_name("tf32", "sm_90", "TN"), fallback_name("f16", "sm_80")
     ('tf32x3-wgmma', 'tf32', 'wmma-fast')
+    >>> fallback_name("fp32", "sm_100"), fallback_name("tf32", "sm_120"), fallback_name("f16", "sm_75")
+    ('v13', 'tf32', 'wmma')
     """
     name = FALLBACK_BY_ARCH.get((arch, precision), FALLBACK[precision])
+    if precision in FALLBACK_PLAIN and not runs_on(name, arch):
+        name = FALLBACK_PLAIN[precision]
     wgmma = FALLBACK_WGMMA.get((arch, precision))
     if wgmma and not explain(preset(wgmma).replace(layout=layout), arch):
         return wgmma

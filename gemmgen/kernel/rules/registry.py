@@ -37,7 +37,7 @@ class InvalidConfig(ValueError):
 
 
 def as_device(target: DeviceLike) -> DeviceSpec:
-    """A DeviceSpec from a spec, a GPU name or an architecture (sm_80, sm_86, sm_89, sm_90).
+    """A DeviceSpec from a spec, a GPU name or an architecture (sm_75 ... sm_121, devices.ARCHS).
 
     >>> as_device("sm_86").key
     'rtx3090'

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..accepts import SKINNY_MOST
 from ..config import REDUCTIONS, KernelConfig
+from ..families import RUNS_FROM
 from .rule import RuleSet, choice
 
 RULES = RuleSet()
@@ -52,6 +53,13 @@ def _swizzle(c, d):
     if c.swz_b not in (1, c.BN // 4):
         return (f"swz_b = {c.swz_b}: the skinny kernel rotates the {c.BN // 4} 16-byte chunks of B's rows "
                 f"(swz_b = {c.BN // 4}) or not (1)")
+    return None
+
+
+@_skinny("SKINNY_ARCH")
+def _arch(c, d):
+    if d.cc < RUNS_FROM["skinny"]:
+        return f"the skinny kernel fills each warp's ring with cp.async, which needs sm_80 or newer; the {d.key} is {d.arch}"
     return None
 
 

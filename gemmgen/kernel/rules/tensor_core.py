@@ -14,6 +14,7 @@ SPLIT_K, ...) are in :mod:`.tiled`, the register model in :mod:`.registers`.
 from __future__ import annotations
 
 from ..config import TENSOR_CORE, KernelConfig
+from ..families import RUNS_FROM
 from . import registers
 from .instructions import MMA_K, MMA_M, MMA_N
 from .rule import RuleSet
@@ -44,7 +45,7 @@ def _defaults(c, d):
 
 @_tc("TENSOR_CORE_ARCH")
 def _arch(c, d):
-    if d.cc < (8, 0):
+    if d.cc < RUNS_FROM[c.family]:
         return (f"mma.sync m16n8k8 with .tf32 operands, cvt.rna.tf32.f32 and cp.async need sm_80 or newer; "
                 f"the {d.key} is {d.arch}")
     return None

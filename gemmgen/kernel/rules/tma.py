@@ -24,9 +24,11 @@ the other families' tile, copy and register rules describe kernels this one is n
 from __future__ import annotations
 
 from ..config import KernelConfig
+from ..families import HOPPER
 from .registers import tma_partials, tma_registers
 from .rule import RuleSet
 from .tiled import shared_memory
+from .wgmma import hopper_only
 
 RULES = RuleSet()
 FAMILIES = ("wmma", "tf32", "tf32x3")   # f16/bf16 inputs (the half family), TF32 and 3xTF32
@@ -56,8 +58,8 @@ def _kind(c, d):
         out.append(f"tma = true is a variant of mma = 'wgmma' (got {c.mma!r})")
     if c.family not in FAMILIES:
         out.append(f"the {c.family} family has no TMA kernel; tma = true takes {', '.join(FAMILIES)}")
-    if d.cc != (9, 0):
-        out.append(f"TMA and wgmma exist only on sm_90a (Hopper); the {d.key} is {d.arch}")
+    if d.cc != HOPPER:
+        out.append(f"the TMA kernels multiply with wgmma, which exists only on sm_90a (Hopper); {hopper_only(d)}")
     return "; ".join(out) or None
 
 

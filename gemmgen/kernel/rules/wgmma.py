@@ -18,6 +18,7 @@ layout. :mod:`.registry` runs these rules after the tensor-core families' own.
 from __future__ import annotations
 
 from ..config import MMA_KINDS, TENSOR_CORE
+from ..families import HOPPER
 from . import registers
 from .instructions import MAX_WGMMA_N, WG_N
 from .rule import RuleSet
@@ -42,10 +43,22 @@ def _mma_kind(c, d):
     return None
 
 
+def hopper_only(d) -> str:
+    """Why a wgmma kernel does not run on device d (not sm_90), in words.
+
+    >>> from gemmgen.base.devices import known
+    >>> hopper_only(known("b200"))
+    "the b200 is sm_100: Blackwell's tensor cores take tcgen05 (datacenter) or mma.sync, not wgmma"
+    """
+    why = (": Blackwell's tensor cores take tcgen05 (datacenter) or mma.sync, not wgmma" if d.cc >= (10, 0)
+           else "")
+    return f"the {d.key} is {d.arch}{why}"
+
+
 @_wg("WGMMA_ARCH")
 def _arch(c, d):
-    if d.cc != (9, 0):
-        return (f"wgmma.mma_async exists only on sm_90a (Hopper); the {d.key} is {d.arch}. "
+    if d.cc != HOPPER:
+        return (f"wgmma.mma_async exists only on sm_90a (Hopper); {hopper_only(d)}. "
                 "Use mma = 'sync' (mma.sync, sm_80+)")
     return None
 
