@@ -39,11 +39,6 @@ from .predict import LAUNCH_MS, max_resident, unaligned_factor
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
 REDUCE_SHARE = 0.8   # share of the datasheet bandwidth split-K's partial sums move at
 KINDS = ("simt", "skinny", "sync", "wgmma", "ws")
-# Dense TF32 tensor-core FLOP per clock per SM through mma.sync m16n8k8 (the vendors' whitepapers:
-# A100, GA102, AD102, H100, Blackwell); Hopper's wgmma doubles it. sm_75 has no TF32.
-_MMA_TF32 = {(7, 5): 0, (8, 0): 1024, (8, 6): 256, (8, 7): 512, (8, 9): 256, (9, 0): 1024, (10, 0): 1024,
-             (10, 3): 1024, (11, 0): 512, (12, 0): 256, (12, 1): 256}
-_WGMMA_TF32 = {(9, 0): 2048}
 
 
 def kind(c: KernelConfig) -> str:
@@ -68,15 +63,16 @@ def fma_rate(c: KernelConfig, spec: DeviceSpec) -> float:
 
     >>> from gemmgen.base.devices import known
     >>> from gemmgen.kernel.presets import preset
-    >>> fma_rate(preset("v10"), known("h100")) == 128 * 1980e3, fma_rate(preset("tf32x3"), known("h100")) == 512 * 1980e3
-    (True, True)
+    >>> round(fma_rate(preset("v10"), known("h100")) / 1980e3), round(fma_rate(preset("tf32x3"), known("h100")) / 1980e3)
+    (128, 512)
+    >>> fma_rate(preset("tf32x3"), known("t4"))     # Turing: no TF32 tensor cores
+    0.0
     """
-    clocks = spec.clock_mhz * 1e3
     k = kind(c)
     if k in ("simt", "skinny"):
-        return spec.fma_lanes * clocks
-    table = _WGMMA_TF32 if k in ("wgmma", "ws") else _MMA_TF32
-    return table.get(tuple(spec.cc), 0) / 2 * clocks
+        return spec.fma_lanes * spec.clock_mhz * 1e3
+    tflops = spec.wgmma_tf32_tflops if k in ("wgmma", "ws") else spec.tf32_mma_tflops
+    return tflops * 1e9 / 2 / spec.sm_count   # FLOP/s of the GPU -> FMAs a millisecond of one SM
 
 
 def features(c: KernelConfig, s: Shape, spec: DeviceSpec, resident: int) -> tuple[list[float], float, float]:
