@@ -28,7 +28,7 @@ from matmul_vs_cublas import geomean  # noqa: E402
 def score(lib, rows: list[dict], tops: list[int], noise: float, draws: int) -> dict:
     """{"pick": [...], "best": [...], top: [(ratio, candidates timed), ...]}: cuBLAS / time per row."""
     from gemmgen.base.shape import Shape
-    from gemmgen.runtime.autotune import MARGIN
+    from gemmgen.runtime.policy import DEFAULT
     from gemmgen.runtime.dispatch import choose
 
     out: dict = {"pick": [], "best": [], "skipped": 0, **{t: [] for t in tops}}
@@ -51,8 +51,8 @@ def score(lib, rows: list[dict], tops: list[int], noise: float, draws: int) -> d
             for _ in range(draws):
                 seen = {n: ms[n] * math.exp(rnd.gauss(0.0, noise)) for n in timed}
                 chosen = min(timed, key=seen.get)
-                if seen[chosen] > seen[fit.config.name] * (1.0 - MARGIN):
-                    chosen = fit.config.name   # as the runtime: a candidate must beat the plan by MARGIN
+                if seen[chosen] > seen[fit.config.name] * (1.0 - DEFAULT.tune_margin):
+                    chosen = fit.config.name   # as the runtime: a candidate must beat the plan by the policy's tune_margin
                 out[top].append((r["cublas_ms"] / ms[chosen], len(timed)))
     return out
 
