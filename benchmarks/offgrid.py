@@ -9,11 +9,11 @@ against cuBLAS SGEMM; and how well the dispatch picks among them (no GPU needed 
     CUDA_VISIBLE_DEVICES=0 python benchmarks/offgrid.py time jobs.json --worker 0 --workers 2 --out w0.json &
     CUDA_VISIBLE_DEVICES=1 python benchmarks/offgrid.py time jobs.json --worker 1 --workers 2 --out w1.json &
     # CPU: the dispatch's pick among each shape's timed kernels against the best of them (two halves of the rows)
-    python benchmarks/offgrid.py picks --gpu h200 w0.json w1.json --knob WIDTH=0.9 --knob SKINNY_AUTO=1
+    python benchmarks/offgrid.py picks --gpu h200 w0.json w1.json --knob width=0.9
     python benchmarks/offgrid.py picks --gpu h200 docs/bench/h200-launch-oracle-s41-20261127.json --bias
 
 A job holds the ``--top`` kernels of least predicted time (timed in the shape's layout, no copies), plus the
-best of each family not among them (the skinny family too, though dispatch.SKINNY_AUTO keeps it out of matmul). ``time`` gates and times them interleaved with cuBLAS (L2 flushed before
+best of each family not among them (the skinny family too, though the planner keeps it out of matmul). ``time`` gates and times them interleaved with cuBLAS (L2 flushed before
 each run, Session.retime); a kernel the gate or the shape refuses is named and skipped. ``picks`` prints the
 pick's measured time over the best's, the fastest kernel timed there (geomean: the dispatch's loss), the pick's and the
 best's ratio to cuBLAS, and the lowest; ``--bias``, the measured/predicted time of every kernel timed, by family
@@ -63,7 +63,7 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
               every: tuple[str, ...] = (), max_k: int = 0) -> dict:
     """{"gpu", "jobs": [{"shape", "kernels": [config dicts]}]} for the random shapes of each (seeds, macs): the
     ``top`` kernels of least predicted time, then each family's best not among them (the skinny family too,
-    whatever dispatch.SKINNY_AUTO says), and every other kernel of the families in ``every`` that takes the
+    though the planner keeps them out of matmul), and every other kernel of the families in ``every`` that takes the
     shape (after the first ``top``, all in order of predicted time): the whole family timed, so its picks are
     scored against its true best, not only against the kernels the model already ranked high (session 41).
     ``max_k``: only the shapes of K up to it (0: all), e.g. the shallow band."""
@@ -74,7 +74,7 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
     from gemmgen.runtime.counts import aligned_for
 
     grid, jobs = tuned_keys(), []
-    with native_fits(gpu, {"SKINNY_AUTO": 1}) as (name, fits):   # every stored family competes for a place
+    with native_fits(gpu, {}, families=(None, "skinny")) as (name, fits):   # the skinny family too
         for seeds, macs in groups:
             for seed in seeds:
                 for M, N, K, L in (d for d in random_shapes(24, seed, grid, macs) if not max_k or d[2] <= max_k):
@@ -92,27 +92,28 @@ def plan_jobs(gpu: str, groups: list[tuple[list[int], tuple[int, int]]], top: in
 
 
 @contextlib.contextmanager
-def native_fits(gpu: str, knobs: dict[str, float], ap: argparse.ArgumentParser | None = None):
+def native_fits(gpu: str, knobs: dict[str, float], ap: argparse.ArgumentParser | None = None,
+                families: tuple = (None,)):
     """(the GPU's name, {layout: {kernel name: time model}}) of the kernels timed in each layout (no layout
-    factor), the dispatch's constants set to ``knobs`` for the block (fits and predictions both read them)
-    and put back after it. An unknown constant is ``ap.error``."""
+    factor), fitted under the GPU's policy with the fields ``knobs`` names set (gemmgen.runtime.policy.Policy).
+    ``families``: those the planner lets compete (None: any but skinny). An unknown field is ``ap.error``."""
     import importlib
 
     from gemmgen.base.devices import known
     from gemmgen.records.lookup import load_device
-    from gemmgen.runtime.library import KernelLibrary
-    from knobs import knob_owners, restored, set_side
+    from gemmgen.runtime.library import KernelLibrary, results_policy
+    from gemmgen.runtime.policy import Policy
 
-    both = {k: (v, v) for k, v in knobs.items()}
-    owners = knob_owners(ap or argparse.ArgumentParser(prog="offgrid.py"), both)
-    with restored(owners):
-        set_side(both, owners, 0)
-        found = load_device(gpu, None, missing_ok=False)
-        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
-        stored = found.timings.kernels
-        yield found.name, {L: {f.config.name: f for f in lib.candidates("fp32", L, None)
-                               if f.factor == 1.0 and f.config.name in stored}
-                           for L in importlib.import_module("gemmgen.runtime.dispatch").LAYOUTS}
+    found = load_device(gpu, None, missing_ok=False)
+    try:
+        policy = Policy.overridden(knobs, "--knob", results_policy(found))
+    except ValueError as err:
+        (ap or argparse.ArgumentParser(prog="offgrid.py")).error(str(err))
+    lib = KernelLibrary(known(found.name), found.entries, timings=found.timings, policy=policy)
+    stored = found.timings.kernels
+    yield found.name, {L: {f.config.name: f for fam in families for f in lib.candidates("fp32", L, fam)
+                           if f.factor == 1.0 and f.config.name in stored}
+                       for L in importlib.import_module("gemmgen.runtime.dispatch").LAYOUTS}
 
 
 def compile_jobs(jobs: list[dict], procs: int) -> int:
@@ -235,7 +236,7 @@ def main(argv=None) -> int:
     k.add_argument("--gpu", required=True)
     k.add_argument("rows", nargs="+", type=Path)
     k.add_argument("--knob", action="append", default=[], metavar="NAME=V",
-                   help="a constant of gemmgen.runtime.dispatch, .staging or .predict (repeatable)")
+                   help="a field of gemmgen.runtime.policy.Policy (repeatable)")
     k.add_argument("--bias", action="store_true",
                    help="also measured/predicted per family, near or far from a measurement, and by waves")
     args = ap.parse_args(argv)
@@ -278,7 +279,7 @@ def main(argv=None) -> int:
             try:
                 knobs[name] = float(value)
             except ValueError:
-                ap.error(f"--knob {text!r}: give NAME=V with a number, e.g. WIDTH=0.9")
+                ap.error(f"--knob {text!r}: give NAME=V with a number, e.g. width=0.9")
         try:
             got = picks(args.gpu, rows, knobs, ap)
         except ValueError as err:

@@ -27,17 +27,17 @@ def main(argv=None) -> int:
     ap.add_argument("results", help="the results folder to plan with (e.g. results)")
     ap.add_argument("--gpu", default="h100")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a constant of gemmgen.runtime.dispatch, .staging or .predict")
+                    help="a field of gemmgen.runtime.policy.Policy")
     args = ap.parse_args(argv)
 
     from gemmgen.base.devices import known
     from gemmgen.records.lookup import load_device
     from gemmgen.runtime.library import KernelLibrary
 
-    set_constants(args.set, "replay_ab")
+    policy = set_constants(args.set, "replay_ab")
     spec = known(args.gpu)
     found = load_device(spec.name, args.results)
-    lib = KernelLibrary(spec, found.entries, timings=found.timings)
+    lib = KernelLibrary(spec, found.entries, timings=found.timings, policy=policy)
     rows = json.load(open(args.ab))["rows"]
     scored, unknown = [], 0
     for r in rows:

@@ -108,7 +108,9 @@ class KernelLibrary:
         if plan is None:
             req = Request(M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned, elem)
             found = self.planner.plan(req)
-            plan = self._plans[key] = (self._kernel_of(req, found), found.copy_a, found.copy_b)
+            kernel = (self.kernel_for(M, N, K, layout, lda, ldb, ldc, precision, family) if found.source == "route"
+                      else self._kernel_of(req, found))   # a route's kernel: one per request, whichever entry point
+            plan = self._plans[key] = (kernel, found.copy_a, found.copy_b)
         return plan
 
     def plan(self, request: Request) -> Plan:
