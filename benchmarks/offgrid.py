@@ -159,7 +159,7 @@ def time_jobs(jobs: list[dict], out: Path, deadline_s: float, rep_ms: float) -> 
 
 
 def bias(gpu: str, rows: list[dict], knobs: dict[str, float],
-         ap: argparse.ArgumentParser | None = None) -> dict[str, list[float]]:
+         ap: argparse.ArgumentParser | None = None, families: tuple = (None,)) -> dict[str, list[float]]:
     """measured / predicted of every timed kernel the dispatch has a model of, grouped: by family and whether
     a measurement of the kernel lies near the shape (``near``) or the prediction extrapolates (``far``), and
     by family and the waves of blocks the kernel runs there. Where the model errs, and which way."""
@@ -167,7 +167,7 @@ def bias(gpu: str, rows: list[dict], knobs: dict[str, float],
     from gemmgen.runtime.counts import aligned_for, counts
 
     out: dict[str, list[float]] = {}
-    with native_fits(gpu, knobs, ap) as (_, fits):
+    with native_fits(gpu, knobs, ap, families) as (_, fits):   # families: (None, "skinny") to score skinny too
         for r in rows:
             s = Shape.parse(r["shape"])
             for n, t in r["ms"].items():
@@ -185,14 +185,14 @@ def bias(gpu: str, rows: list[dict], knobs: dict[str, float],
 
 
 def picks(gpu: str, rows: list[dict], knobs: dict[str, float],
-          ap: argparse.ArgumentParser | None = None) -> dict[str, list[tuple[float, float, float]]]:
+          ap: argparse.ArgumentParser | None = None, families: tuple = (None,)) -> dict[str, list[tuple[float, float, float]]]:
     """Per half of the rows (by a hash of the shape): (pick/best measured, cuBLAS/pick, cuBLAS/best) of every
     row with two or more kernels the dispatch (under ``knobs``) has models of in the row's layout; the best is
     the fastest kernel timed in the row, competing or not."""
     from gemmgen.base.shape import Shape
     from gemmgen.runtime.counts import aligned_for
 
-    with native_fits(gpu, knobs, ap) as (_, fits):
+    with native_fits(gpu, knobs, ap, families) as (_, fits):   # families: (None, "skinny") to score skinny too
         out: dict[str, list] = {"A": [], "B": []}
         for r in rows:
             s = Shape.parse(r["shape"])

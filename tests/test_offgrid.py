@@ -20,12 +20,9 @@ def library():
 
     dispatch = importlib.import_module("gemmgen.runtime.dispatch")
     found = load_device("h100", None, missing_ok=False)
-    auto, dispatch.SKINNY_AUTO = dispatch.SKINNY_AUTO, 1
-    try:
-        lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
-        return {L: {f.config.name: f for f in lib.candidates("fp32", L, None)} for L in dispatch.LAYOUTS}
-    finally:
-        dispatch.SKINNY_AUTO = auto
+    lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
+    return {L: {f.config.name: f for fam in (None, "skinny") for f in lib.candidates("fp32", L, fam)}
+            for L in dispatch.LAYOUTS}   # the skinny family too, as offgrid.py's jobs take it
 
 
 def predicted(library, key: str, name: str) -> float:
@@ -74,13 +71,13 @@ def test_picks_score_the_dispatch_against_the_best_timed_kernel(jobs, library):
         names = [KernelConfig.from_dict(d).name for d in j["kernels"]]
         ms = {n: predicted(library, j["shape"], n) for n in names}
         rows.append({"shape": j["shape"], "cublas_ms": min(ms.values()), "ms": ms})
-    got = offgrid.picks("h100", rows, {"SKINNY_AUTO": 1})
+    got = offgrid.picks("h100", rows, {}, families=(None, "skinny"))
     assert sum(len(v) for v in got.values()) == 24
     assert all(a == pytest.approx(1.0) and b == pytest.approx(1.0) for v in got.values() for a, b, _ in v)
     first = rows[0]
     pick = min(first["ms"], key=first["ms"].get)
     first["ms"] = {n: (2.0 * t if n == pick else min(first["ms"].values())) for n, t in first["ms"].items()}
-    losses = sorted(a for v in offgrid.picks("h100", rows, {"SKINNY_AUTO": 1}).values() for a, _, _ in v)
+    losses = sorted(a for v in offgrid.picks("h100", rows, {}, families=(None, "skinny")).values() for a, _, _ in v)
     assert losses[-1] == pytest.approx(2.0) and losses[-2] == pytest.approx(1.0)
 
 
@@ -108,7 +105,7 @@ def test_bias_is_one_where_every_kernel_ran_as_predicted_and_follows_a_slow_one(
     rows = [{"shape": j["shape"], "cublas_ms": 1.0,
              "ms": {n: predicted(library, j["shape"], n) for n in (KernelConfig.from_dict(d).name for d in j["kernels"])}}
             for j in jobs]
-    got = offgrid.bias("h100", rows, {"SKINNY_AUTO": 1})
+    got = offgrid.bias("h100", rows, {}, families=(None, "skinny"))
     assert {k.split()[0] for k in got} >= {"simt", "tf32x3"} and any(" near" in k or " far" in k for k in got)
     from gemmgen.base.shape import Shape
     from gemmgen.runtime.counts import aligned_for
@@ -121,7 +118,7 @@ def test_bias_is_one_where_every_kernel_ran_as_predicted_and_follows_a_slow_one(
     assert all(v == pytest.approx(1.0) for vals in got.values() for v in vals)
     assert sum(len(v) for k, v in got.items() if "waves" in k) == sum(len(r["ms"]) for r in rows)
     rows[0]["ms"] = {n: 3.0 * t for n, t in rows[0]["ms"].items()}
-    slow = offgrid.bias("h100", rows, {"SKINNY_AUTO": 1})
+    slow = offgrid.bias("h100", rows, {}, families=(None, "skinny"))
     assert sorted(v for vals in slow.values() for v in vals)[-1] == pytest.approx(3.0)
 
 
@@ -131,7 +128,7 @@ def test_bias_is_one_where_every_kernel_ran_as_predicted_and_follows_a_slow_one(
     (["plan", "--gpu", "h100", "--seeds", "1", "--macs", "40:12", "--out", "x"], "40:12"),
     (["plan", "--gpu", "rtx9999", "--seeds", "1", "--macs", "15:27", "--out", "x"], "rtx9999"),
     (["picks", "--gpu", "h100", "NONE.json"], "NONE.json"),
-    (["picks", "--gpu", "h100", "JOBS", "--knob", "WIDTH=1"], "rows files"),
+    (["picks", "--gpu", "h100", "JOBS", "--knob", "width=1"], "rows files"),
     (["picks", "--gpu", "h100", "ROWS", "--knob", "NOT_A_KNOB=1"], "NOT_A_KNOB"),
     (["time", "ROWS", "--out", "x"], "not a jobs file"),
     (["plan", "--gpu", "h100", "--seeds", "1", "--macs", "15:27", "--every", "simd", "--out", "x"], "simd"),
