@@ -1,23 +1,22 @@
-"""A/B of dispatch constants or of results files: gemmgen.matmul under side A and side B, and cuBLAS
+"""A/B of planner policies or of results files: gemmgen.matmul under side A and side B, and cuBLAS
 SGEMM, timed interleaved in one process on the same operands (L2 flushed before each run).
 
-    python benchmarks/ab_plans.py --knob MIN_PACK_MS=0.2,0.08 --random 24 --seed 1 --seed 2 --only-changed
-    python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,1.0 --shape 11786x58x246/NN --json out.json
-    python benchmarks/ab_plans.py --knob COPY_SHARE=0.4,0.8 --knob MIN_STAGE_K=96,64 --random 24 --seed 3
-    python benchmarks/ab_plans.py --results-a old/nvidia-h100-80gb-hbm3.json --results-b results/nvidia-h100-80gb-hbm3.json \\
+    python -m benchmarks.ab_plans --knob min_pack_ms=0.2,0.08 --random 24 --seed 1 --seed 2 --only-changed
+    python -m benchmarks.ab_plans --knob copy_share=0.4,1.0 --shape 11786x58x246/NN --json out.json
+    python -m benchmarks.ab_plans --knob copy_share=0.4,0.8 --knob min_stage_k=96,64 --random 24 --seed 3
+    python -m benchmarks.ab_plans --results-a old/nvidia-h100-80gb-hbm3.json --results-b results/nvidia-h100-80gb-hbm3.json \\
         --random 24 --seed 1 --seed 2 --only-changed
 
-Each constant is one of gemmgen.runtime.dispatch's, .staging's or .predict's module constants
-(MIN_PACK_MS, SMALL_PACK_MS, SMALL_NEEDS_TMA, COPY_SHARE, MIN_STAGE_K, CHEAP_PACK, MARGIN, TRANSPOSE,
-WIDTH, PRIOR, UNALIGNED, UNALIGNED_WS, EXTRAPOLATED, MAX_RESIDENT, EMPTY_FIT (0/1), BORROW (0/1), LATENCY_SIMT (0/1):
-``--knob MAX_RESIDENT=1,8`` is the time model without and with its latency term), or of the hand-written
-routes .gemv and .small, named with their module where two hold one (``small.WAVES``): the small-product
+Each knob is a field of gemmgen.runtime.policy.Policy (the planner's and the time model's thresholds:
+min_pack_ms, small_pack_ms, small_needs_tma (0/1), copy_share, min_stage_k, cheap_pack, margin, transpose,
+width, prior, unaligned, unaligned_ws, extrapolated, max_resident, latency_simt (0/1), ...:
+``--knob max_resident=1,8`` is the time model without and with its latency term); the small-product
 route against the GEMM kernels is
 
-    python benchmarks/ab_plans.py --knob OUTER_K=8,0 --knob OUTER_BIG=8388608,1e15 --knob DOT_MAX=8,1 \\
+    python -m benchmarks.ab_plans --knob outer_k=8,0 --knob outer_big=8388608,1e15 --knob dots_max=8,1 \\
         --shapes benchmarks/small.toml
 
-Two libraries are loaded; each plans every shape under its side's values, and matmul runs the library of the side
+Two libraries are loaded, each with its side's Policy; each plans every shape, and matmul runs the library of the side
 being timed. ``--results-a/--results-b`` give each side its own results file instead of the shipped
 ones (a file as `gemmgen search` writes it, for this GPU): what a change of the stored kernels or
 timings does to the plans and to matmul's speed. Prints per shape both ratios to cuBLAS and both plans;
@@ -31,33 +30,31 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-from knobs import MODULES, ROUTES, knob_owners, parse_knobs, set_side  # noqa: E402
-from matmul_vs_cublas import (geomean, leading_dims, load_shapes, operands, parse_macs, parse_shape,  # noqa: E402
+from benchmarks.knobs import parse_knobs, side_policy
+from benchmarks.matmul_vs_cublas import (geomean, leading_dims, load_shapes, operands, parse_macs, parse_shape,
                               plan_name, random_shapes, rel_error, tuned_keys)
 
 
-def side_library(path: str | None):
-    """A side's library: the shipped results (and the user's), or those of one results file alone,
-    which must be this GPU's."""
-    import gemmgen
-    if path is None:
-        return gemmgen.load()
-    from gemmgen.base.devices import detect
+def side_library(path: str | None, knobs: dict, side: int):
+    """A side's library under its Policy (the results' own, with the side's knobs): the shipped results
+    (and the user's), or those of one results file alone, which must be this GPU's."""
+    from gemmgen.base.devices import detect, fingerprint
+    from gemmgen.records.lookup import load_device
     from gemmgen.records.store import load_file
-    from gemmgen.runtime.library import KernelLibrary
-    found, spec = load_file(Path(path)), detect(0)
+    from gemmgen.runtime.library import KernelLibrary, results_policy
+    spec = detect(0)
+    found = load_device(fingerprint(0)) if path is None else load_file(Path(path))
     if found.name != spec.name:
         raise SystemExit(f"ab_plans: {path} holds results of {found.name!r}, not of this GPU ({spec.name!r})")
-    return KernelLibrary(spec, found.entries, 0, False, found.timings)
+    return KernelLibrary(spec, found.entries, 0, False, found.timings, side_policy(knobs, side, results_policy(found)))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--knob", action="append", default=[], metavar="NAME=A,B",
-                    help="a constant and its two values (repeatable)")
+                    help="a Policy field and its two values (repeatable)")
     ap.add_argument("--results-a", metavar="FILE", help="side A's results file (default: the shipped results)")
     ap.add_argument("--results-b", metavar="FILE", help="side B's results file (default: the shipped results)")
     ap.add_argument("--shape", action="append", default=[], type=parse_shape, metavar="MxNxK[/LAYOUT]")
@@ -70,7 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=float, default=100.0)
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
-    knobs = parse_knobs(ap, args.knob, "MIN_PACK_MS=0.2,0.08")
+    knobs = parse_knobs(ap, args.knob, "min_pack_ms=0.2,0.08")
     if not knobs and not (args.results_a or args.results_b):
         ap.error("nothing to compare: give --knob NAME=A,B, or --results-a / --results-b FILE")
     for path in (args.results_a, args.results_b):
@@ -82,7 +79,6 @@ def main(argv=None) -> int:
         shapes = list(args.shape) + (load_shapes(args.shapes) if args.shapes is not None else [])
     except (ValueError, KeyError, TypeError) as err:   # TOMLDecodeError is a ValueError
         ap.error(f"shapes file {str(args.shapes)!r} is not a list of [[shape]] mnk = [M, N, K] entries ({err})")
-    owners = knob_owners(ap, knobs, MODULES + ROUTES)
     for seed in args.seed if args.random else []:
         shapes += random_shapes(args.random, seed, tuned_keys(), args.macs)
 
@@ -95,7 +91,7 @@ def main(argv=None) -> int:
     from gemmgen.measure.timing import L2Flusher, bench_interleaved
     from gemmgen.runtime import calls, library
 
-    libs = tuple(side_library(path) for path in (args.results_a, args.results_b))
+    libs = tuple(side_library(path, knobs, side) for side, path in enumerate((args.results_a, args.results_b)))
     key = (cupy.cuda.Device().id, False)
     spec = detect(key[0])
     rows, prepared = [], ({}, {})
@@ -103,8 +99,7 @@ def main(argv=None) -> int:
         A, B, a_store, b_store = operands(M, N, K, L, 0)
         lda, ldb = leading_dims(A, B, L)
         plans = []
-        for side, lib in enumerate(libs):
-            set_side(knobs, owners, side)
+        for lib in libs:
             plans.append(plan_name(lib.plan_for(M, N, K, L, lda, ldb, N)))
         if args.only_changed and plans[0] == plans[1]:
             continue

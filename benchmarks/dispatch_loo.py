@@ -58,7 +58,7 @@ def score(timings, spec, key: str, family: str | None, lib=None) -> dict | None:
     cublas = timings.cublas.get("fp32", {}).get(key)
     if not measured or (cublas is None and lib is None):
         return None
-    lib = lib or KernelLibrary(spec, {}, timings=held_out(timings, {mnk}))
+    lib = lib or KernelLibrary(spec, {}, timings=held_out(timings, {mnk}), policy=_policy())
     lda = s.K if s.layout[0] == "N" else s.M
     ldb = s.N if s.layout[1] == "N" else s.K
     pack_a, pack_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
@@ -77,23 +77,33 @@ def score(timings, spec, key: str, family: str | None, lib=None) -> dict | None:
     return row
 
 
-def set_constants(pairs: list[str], prog: str = "dispatch_loo") -> None:
-    """Apply NAME=VALUE to the module constants of the dispatch rule; SystemExit names a bad pair."""
-    import gemmgen.runtime.predict as predict
-    import gemmgen.runtime.staging as staging
-    dispatch = sys.modules["gemmgen.runtime.dispatch"]   # the package re-exports a function of that name
+_POLICY: list = []   # the Policy --set makes, for every library this script builds
+
+
+def set_constants(pairs: list[str], prog: str = "dispatch_loo"):
+    """The planner's Policy with NAME=VALUE fields set (gemmgen.runtime.policy.Policy), kept for this script's
+    libraries and returned; SystemExit names a bad pair."""
+    from gemmgen.runtime.policy import Policy
+
+    values = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
-        owners = [m for m in (predict, dispatch, staging) if hasattr(m, name) and name.isupper()]
-        if not owners:
-            raise SystemExit(f"{prog}: --set {pair!r}: {name!r} is not a constant of "
-                             "gemmgen.runtime.predict, .dispatch or .staging")
         try:
-            new = type(getattr(owners[0], name))(float(value))
+            values[name] = float(value)
         except ValueError:
             raise SystemExit(f"{prog}: --set {pair!r}: {value!r} is not a number") from None
-        for m in owners:
-            setattr(m, name, new)
+    try:
+        policy = Policy.overridden(values, f"{prog}: --set")
+    except ValueError as err:
+        raise SystemExit(str(err)) from None
+    _POLICY[:] = [policy]
+    return policy
+
+
+def _policy():
+    from gemmgen.runtime.policy import DEFAULT
+
+    return _POLICY[0] if _POLICY else DEFAULT
 
 
 def main(argv=None) -> int:
@@ -104,7 +114,7 @@ def main(argv=None) -> int:
     ap.add_argument("--family", help="restrict the dispatch to one family (e.g. simt)")
     ap.add_argument("--layout", action="append", default=[], help="score only these layouts (repeatable)")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                    help="a constant of the dispatch rule to change first (repeatable)")
+                    help="a field of gemmgen.runtime.policy.Policy to change first (repeatable)")
     ap.add_argument("--worst", type=int, default=15, metavar="N", help="print the N rows of most regret")
     ap.add_argument("--json", metavar="FILE", help="write every row here")
     ap.add_argument("--hold-out", metavar="GRID", action="append", default=[],
@@ -143,7 +153,7 @@ def main(argv=None) -> int:
         rows = []
         for i in range(folds):
             out = set(mnks[i::folds])
-            lib = KernelLibrary(spec, {}, timings=held_out(found.timings, out))
+            lib = KernelLibrary(spec, {}, timings=held_out(found.timings, out), policy=_policy())
             for key in keys:
                 s = Shape.parse(key)
                 if (s.M, s.N, s.K) in out:

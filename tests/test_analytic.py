@@ -103,7 +103,7 @@ def test_planning_without_results_needs_no_gpu_and_strict_refuses():
     strict = KernelLibrary(known("h100"), {}, strict=True, timings=Timings.empty())
     assert strict.candidates("fp32", "NN") == []
     with pytest.raises(NoTunedKernels):
-        strict._pick(3000, 5000, 700, "NN", None, None, None, "fp32", None, True)
+        strict.kernel_for(3000, 5000, 700, "NN")
 
 
 def test_portfolio_greedy_prefers_broad_kernels():
@@ -122,15 +122,17 @@ def test_untimed_built_in_kernels_compete_behind_a_margin_where_load_asks():
     timings = Timings.empty().add(preset("v10"), "4096x4096x4096", 3.0).add(preset("v10"), "1024x1024x1024", 0.06)
     plain = KernelLibrary(spec, {}, timings=timings)
     assert [f.config.name for f in plain.candidates("fp32", "NN")] == [preset("v10").name]
-    mixed = KernelLibrary(spec, {}, timings=timings, untimed_builtins=True).candidates("fp32", "NN")
+    from gemmgen.runtime.policy import DEFAULT
+
+    mixed = KernelLibrary(spec, {}, timings=timings, policy=DEFAULT.replace(untimed_builtins=True)).candidates("fp32", "NN")
     built = [f for f in mixed if isinstance(f, analytic.Analytic)]
-    assert len(built) > 20 and all(f.margin == builtin.UNTIMED for f in built)
+    assert len(built) > 20 and all(f.margin == DEFAULT.builtin_margin for f in built)
     alone = {f.config.name: f for f in builtin.builtin_fits(spec, "fp32")}
     s = Shape(3000, 5000, 700)
     f = built[0]
     base = alone[f.config.name] if f.config.name in alone else None
     if base is not None:
-        assert f.predict(s) - f.base == pytest.approx((base.predict(s) - base.base) * builtin.UNTIMED)
+        assert f.predict(s) - f.base == pytest.approx((base.predict(s) - base.base) * DEFAULT.builtin_margin)
 
 
 def test_results_plan_of_a_gpu_with_no_results_shows_the_built_in_choice(capsys):

@@ -11,6 +11,7 @@ import pytest
 
 from gemmgen.kernel.presets import preset
 from gemmgen.runtime import autotune, picks
+from gemmgen.runtime.policy import DEFAULT
 
 REQUEST = (300, 200, 100, "NN", 100, 200, 200, "fp32", None, True)
 
@@ -98,6 +99,7 @@ class FakeLibrary:
         self.spec, self.device_id = SimpleNamespace(name="GPU X", l2_bytes=50 << 20), 0
         self._alternatives, self._timed, self._refuse = alternatives, timed, set(refuse)
         self._layout, self.loaded, self.asked, self.events = layout, [], [], []
+        self.policy = DEFAULT
 
     def alternatives(self, *args):
         self.asked.append(args)
@@ -170,7 +172,7 @@ def test_the_fastest_of_the_plan_and_its_alternatives_is_kept_and_reused(monkeyp
     (kernel, copy_a, copy_b), settled, timed, made = _tune(lib, plan, ms, monkeypatch)
     assert kernel.config.name == c[1].name and (copy_a, copy_b) == (False, False) and settled
     assert timed == [[c[0].name, c[1].name, c[2].name]] and len(made) == 3
-    assert lib.asked == [REQUEST + (3, autotune.PER_FAMILY)]   # the request as it is, the counts asked for
+    assert lib.asked == [REQUEST + (3, DEFAULT.tune_per_family)]   # the request as it is, the counts asked for
     record = picks.kept("GPU X")[picks.request_key(*REQUEST)]
     assert record["kernel"] == c[1].name and record["us"][c[1].name] == 12.0
     assert record["offered"] == sorted(x.name for x in c)
@@ -330,7 +332,7 @@ def test_a_candidate_within_the_margin_of_the_plan_leaves_the_plan(monkeypatch):
     autotune.tune_first_calls(2)
     c = _configs(2)
     plan = (SimpleNamespace(config=c[0]), False, False)
-    faster = 0.020 * (1.0 - autotune.MARGIN / 2)
+    faster = 0.020 * (1.0 - DEFAULT.tune_margin / 2)
     pick, _, timed, _ = _tune(FakeLibrary([c[1]]), plan, {c[0].name: 0.020, c[1].name: faster}, monkeypatch)
     assert pick is plan and timed
     assert picks.kept("GPU X")[picks.request_key(*REQUEST)]["kernel"] == c[0].name   # kept: it was compared

@@ -137,13 +137,8 @@ def test_a_plan_runs_the_kernel_whose_prediction_made_it(monkeypatch, request_):
     assert lib.plan_for(M, N, K, layout, lda, ldb, N) == (fit.config, copy_a, copy_b)
 
 
-def test_a_stored_skinny_entry_serves_no_request_unless_skinny_auto(monkeypatch):
+def test_a_stored_skinny_entry_serves_no_request():
     """Without timings the nearest stored entry serves; a skinny one (the nearest here) is passed over for the
-    next fp32 entry, as the timed dispatch passes over skinny kernels (dispatch.SKINNY_AUTO = 0)."""
-    import importlib
-
-    dispatch = importlib.import_module("gemmgen.runtime.dispatch")
+    next fp32 entry, as the timed kernels of the skinny family are (dispatch.serves)."""
     entries = _entries(("4096x16x4096", preset("skinny"), 20.0), ("2048x2048x2048", preset("v13"), 45.0))
     assert _library(entries).kernel_for(4096, 16, 4096, "NN")[0].family == "simt"
-    monkeypatch.setattr(dispatch, "SKINNY_AUTO", 1)
-    assert _library(entries).kernel_for(4096, 16, 4096, "NN")[0].family == "skinny"

@@ -32,7 +32,7 @@ def test_a_kernel_taken_out_changes_the_plans_it_served(tmp_path, capsys):
 
     found = load_file(SHIPPED)
     lib = KernelLibrary(known(found.name), found.entries, timings=found.timings)
-    planned = lib.staged_fit(4096, 4096, 4096, "NN", 4096, 4096, 4096)[2].config.name
+    planned = lib.staged_fit(4096, 4096, 4096, "NN", 4096, 4096, 4096)[2].config.name   # a timed plan
     del data["timings"]["kernels"][planned]
     fewer = tmp_path / "nvidia-h100-80gb-hbm3.json"
     fewer.write_text(json.dumps(data))
@@ -57,36 +57,35 @@ def test_a_file_it_cannot_read_is_one_line(text, says, tmp_path, capsys):
     assert says in out and str(bad) in out
 
 
-def test_a_knob_changes_the_plans_it_decides_and_is_put_back(capsys, monkeypatch):
-    """--knob FMA_FLOOR=0,1 on one file: file A's plans without the FMA kernels' step floor, B's with it
-    (a split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape; with the SIMT
-    fit's latency term off, LATENCY_SIMT=0 on both sides: with it, neither picks it);
-    the constant is what it was afterwards, also when a side fails, and a name that is no constant, a
-    value missing or an integer constant given a fraction is one line."""
-    from gemmgen.runtime import predict
-    before = predict.FMA_FLOOR
-    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_FLOOR=0,1",
-                           "--knob", "LATENCY_SIMT=0,0"]) == 0
+def test_a_knob_changes_the_plans_it_decides_and_bad_knobs_are_one_line(capsys):
+    """--knob fma_floor=0,1 on one file: file A's plans without the FMA kernels' step floor, B's with it (a
+    split-K SIMT TT kernel, fitted under the floor, gives way on seed 3's deep TT shape; the SIMT fit
+    without its latency term on both sides: with it, neither picks it). Each side's planner gets its own
+    Policy, so nothing is left changed; a name that is no Policy field, a value missing or a whole-number
+    field given a fraction is one line."""
+    from gemmgen.runtime.policy import DEFAULT, Policy
+    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "fma_floor=0,1",
+                           "--knob", "latency_simt=0,0"]) == 0
     out = capsys.readouterr().out
     assert out.strip().endswith("1 of 24 plans differ")
     assert "A gg_simt_tt_" in out and "B gg_tf32x3_tt_" in out
-    assert predict.FMA_FLOOR == before and predict.LATENCY_SIMT
-    import gemmgen.records.store as store
-
-    def broken(path):
-        assert predict.FMA_FLOOR == 2.0                     # side A's value was set, then the load fails
-        raise RuntimeError("unreadable")
-    monkeypatch.setattr(store, "load_file", broken)
-    with pytest.raises(RuntimeError):
-        _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--knob", "FMA_FLOOR=2,3"])
-    assert predict.FMA_FLOOR == before
-    monkeypatch.undo()
+    assert DEFAULT == Policy()
     with pytest.raises(SystemExit):
         _module().main([str(SHIPPED), str(SHIPPED), "--knob", "NOPE=1,2"])
-    assert "'NOPE' is not a constant" in capsys.readouterr().err
+    assert "'NOPE' is not a field of gemmgen.runtime.policy.Policy" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "FMA_FLOOR=1"])
-    assert "--knob 'FMA_FLOOR=1': give NAME=A,B with two numbers" in capsys.readouterr().err
+        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "fma_floor=1"])
+    assert "--knob 'fma_floor=1': give NAME=A,B with two numbers" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "MAX_RESIDENT=0,4.5"])
-    assert "--knob MAX_RESIDENT: 4.5 is not a whole number, and the constant is one (8)" in capsys.readouterr().err
+        _module().main([str(SHIPPED), str(SHIPPED), "--knob", "max_resident=0,4.5"])
+    assert "policy field max_resident=4.5 is not a whole number" in capsys.readouterr().err
+
+
+def test_saved_plans_stand_for_side_a(tmp_path, capsys):
+    saved = tmp_path / "plans.json"
+    assert _module().main([str(SHIPPED), str(SHIPPED), "--seeds", "3", "--save", str(saved)]) == 0
+    capsys.readouterr()
+    assert _module().main([str(saved), str(SHIPPED), "--seeds", "3"]) == 0
+    assert capsys.readouterr().out.strip().endswith("0 of 24 plans differ")
+    out = refused(_module().main, [str(saved), str(SHIPPED), "--seeds", "4"], capsys)
+    assert "holds no plan for" in out

@@ -345,7 +345,7 @@ def test_search_top_ranks_with_the_precision_class_launch_base(monkeypatch):
     from types import SimpleNamespace
 
     from gemmgen.cli.search_timings import predicted_top
-    from gemmgen.runtime import predict
+    from gemmgen.runtime.policy import DEFAULT
 
     wg, simt = preset("tf32x3-wgmma"), preset("v10")
     timings = (Timings.empty().add(wg, "1024x1024x1024", 0.05).add(wg, "2048x2048x2048", 0.3)
@@ -353,7 +353,7 @@ def test_search_top_ranks_with_the_precision_class_launch_base(monkeypatch):
     dispatch = sys.modules["gemmgen.runtime.dispatch"]   # the package re-exports a function of that name
     seen = []
     real = dispatch.fit_all
-    monkeypatch.setattr(dispatch, "fit_all", lambda kernels, spec, base=None: seen.append(base) or real(kernels, spec, base))
+    monkeypatch.setattr(dispatch, "fit_all", lambda kernels, spec, base=None, **kw: seen.append(base) or real(kernels, spec, base, **kw))
     top = predicted_top(SimpleNamespace(timings=timings), [wg], [Shape(512, 512, 512)], known("h100"), 1)
-    assert seen == [pytest.approx(predict.FLOOR * 0.0053)]
+    assert seen == [pytest.approx(DEFAULT.floor * 0.0053)]
     assert top == {"512x512x512/NN": {wg.name}}

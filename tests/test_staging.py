@@ -1,4 +1,4 @@
-"""Copies before the kernel (runtime.staging): a request is served through a transposing copy where a
+"""Copies before the kernel (the planner's copy plans and guards, runtime.planner): a request is served through a transposing copy where a
 kernel of another layout is predicted faster by more than the copy costs, and only then; checked on
 synthetic timings (kernels that behave as the model says) and on the shipped H100 results."""
 from __future__ import annotations
@@ -10,10 +10,11 @@ from gemmgen.base.shape import Shape
 from gemmgen.kernel.presets import preset
 from gemmgen.records.store import load_file
 from gemmgen.runtime.library import KernelLibrary
-from gemmgen.runtime import predict
 from gemmgen.runtime.counts import counts
+from gemmgen.runtime.planner import Planner, Request
+from gemmgen.runtime.policy import DEFAULT
 from gemmgen.runtime.predict import Fitted
-from gemmgen.runtime.staging import copied_ld, stage_plan
+from gemmgen.runtime.staging import copied_ld
 
 H100 = known("h100")
 BW = H100.mem_gbs * 1e6 * 0.7
@@ -30,12 +31,19 @@ def synthetic(cfg, shape, u):
 STEP_NT = 0.004 * (176 / 128) * (32 / 64)   # the NN kernel's time per step for the TMA tile's work
 
 
-def fits(tma_speed: float):
+def fits(tma_speed: float, policy=DEFAULT):
     """An NN kernel and an NT TMA kernel ``tma_speed`` times as fast per K step, each timed on cubes."""
-    nn = Fitted.fit(NN, {Shape(n, n, n): synthetic(NN, Shape(n, n, n), 0.004) for n in SIZES}, H100)
+    nn = Fitted.fit(NN, {Shape(n, n, n): synthetic(NN, Shape(n, n, n), 0.004) for n in SIZES}, H100, policy=policy)
     nt = Fitted.fit(TMA, {Shape(n, n, n, "NT"): synthetic(TMA, Shape(n, n, n, "NT"), STEP_NT / tma_speed)
-                          for n in SIZES}, H100)
+                          for n in SIZES}, H100, policy=policy)
     return lambda layout: {"NN": [nn], "NT": [nt]}.get(layout, [])
+
+
+def stage_plan(fits_for, M, N, K, layout, lda, ldb, ldc, policy=DEFAULT):
+    """(copy A, copy B, time model) of the planner's plan among the kernels ``fits_for(layout)`` gives."""
+    planner = Planner(H100, {}, policy=policy, timed=lambda precision, lay, family: fits_for(lay))
+    plan = planner.plan(Request(M, N, K, layout, lda, ldb, ldc), ("timed",))
+    return plan.copy_a, plan.copy_b, plan.fit
 
 
 def test_copied_leading_dimensions_round_up():
@@ -45,28 +53,29 @@ def test_copied_leading_dimensions_round_up():
 
 def test_a_much_faster_kernel_of_another_layout_is_reached_by_transposing_b():
     fits_for = fits(tma_speed=1.4)
-    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096)
     assert (copy_a, copy_b, fit.config.layout) == (False, True, "NT")
 
 
 def test_no_layout_change_where_the_copy_eats_the_gain():
-    copy_a, copy_b, fit = stage_plan(fits(1.04), 4096, 4096, 4096, "NN", 4096, 4096, 4096, BW)
-    assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # 4% < MARGIN plus the copy
-    copy_a, copy_b, fit = stage_plan(fits(1.4), 64, 64, 64, "NN", 64, 64, 64, BW)
-    assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # far under MIN_PACK_MS
+    copy_a, copy_b, fit = stage_plan(fits(1.04), 4096, 4096, 4096, "NN", 4096, 4096, 4096)
+    assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # 4% < the margin plus the copy
+    copy_a, copy_b, fit = stage_plan(fits(1.4), 64, 64, 64, "NN", 64, 64, 64)
+    assert (copy_a, copy_b, fit.config.layout) == (False, False, "NN")   # far under min_pack_ms
 
 
-def test_mid_size_requests_change_layout_only_into_tma_kernels_for_deep_k_and_cheap_copies(monkeypatch):
-    """Between MIN_PACK_MS and SMALL_PACK_MS of predicted time, a layout change must also feed a TMA
-    kernel, K of at least MIN_STAGE_K, and cost at most COPY_SHARE of that kernel (dispatch.small_copy_ok).
+def test_mid_size_requests_change_layout_only_into_tma_kernels_for_deep_k_and_cheap_copies():
+    """Between min_pack_ms and small_pack_ms of predicted time, a layout change must also feed a TMA
+    kernel, K of at least min_stage_k, and cost at most copy_share of that kernel (planner.small_copy).
     The times below are the fits' own: no extrapolation markup (these fits are measured on cubes only)."""
-    monkeypatch.setattr(predict, "EXTRAPOLATED", 0.0)
-    assert stage_plan(fits(1.4), 1536, 1536, 1024, "NN", 1024, 1536, 1536, BW)[:2] == (False, True)  # 0.15 ms own
-    assert stage_plan(fits(1.4), 4096, 4096, 48, "NN", 48, 4096, 4096, BW)[:2] == (False, True)    # K = 48 >= 16
-    assert stage_plan(fits(1.4), 4096, 4096, 12, "NN", 12, 4096, 4096, BW)[:2] == (False, False)   # K = 12 < 16
+    bare = DEFAULT.replace(extrapolated=0.0)
+    fits = lambda speed: globals()["fits"](speed, bare)
+    assert stage_plan(fits(1.4), 1536, 1536, 1024, "NN", 1024, 1536, 1536)[:2] == (False, True)  # 0.15 ms own
+    assert stage_plan(fits(1.4), 4096, 4096, 48, "NN", 48, 4096, 4096)[:2] == (False, True)    # K = 48 >= 16
+    assert stage_plan(fits(1.4), 4096, 4096, 12, "NN", 12, 4096, 4096)[:2] == (False, False)   # K = 12 < 16
     # 256x4096x2048: own 0.14 ms, the TMA kernel 0.045 ms, B's copy 0.039 ms: 86% of the kernel's time
-    assert stage_plan(fits(5.0), 256, 4096, 2048, "NN", 2048, 4096, 4096, BW)[:2] == (False, False)
-    assert stage_plan(fits(5.0), 128, 4096, 4096, "NN", 4096, 4096, 4096, BW)[:2] == (False, True)  # 0.27 ms own
+    assert stage_plan(fits(5.0), 256, 4096, 2048, "NN", 2048, 4096, 4096)[:2] == (False, False)
+    assert stage_plan(fits(5.0), 128, 4096, 4096, "NN", 4096, 4096, 4096)[:2] == (False, True)  # 0.27 ms own
 
 
 def test_mid_size_requests_never_copy_into_a_cp_async_kernel():
@@ -76,22 +85,22 @@ def test_mid_size_requests_never_copy_into_a_cp_async_kernel():
     nt = Fitted.fit(NN.replace(layout="NT"), {Shape(n, n, n, "NT"): synthetic(NN, Shape(n, n, n), 0.004 / 1.6)
                                               for n in SIZES}, H100)
     fits_for = lambda layout: {"NN": [nn], "NT": [nt]}.get(layout, [])
-    assert stage_plan(fits_for, 1536, 1536, 1024, "NN", 1024, 1536, 1536, BW)[:2] == (False, False)
-    assert stage_plan(fits_for, 1536, 1536, 2048, "NN", 2048, 1536, 1536, BW)[:2] == (False, True)
+    assert stage_plan(fits_for, 1536, 1536, 1024, "NN", 1024, 1536, 1536)[:2] == (False, False)
+    assert stage_plan(fits_for, 1536, 1536, 2048, "NN", 2048, 1536, 1536)[:2] == (False, True)
 
 
 def test_unaligned_rows_are_copied_where_the_copy_beats_even_the_aligned_prediction():
     """4096x4096x1023 NT: the rows as they are run no faster than the cp.async kernel's aligned
-    prediction (0.59 ms); aligned copies (0.035 ms, more than CHEAP_PACK of the product) plus the TMA
+    prediction (0.59 ms); aligned copies (0.035 ms, more than cheap_pack of the product) plus the TMA
     kernel (0.44 ms) beat it, with no unaligned measurement anywhere near."""
     cp = Fitted.fit(NN.replace(layout="NT"), {Shape(n, n, n, "NT"): synthetic(NN, Shape(n, n, n), 0.004)
                                               for n in SIZES}, H100)
     fits_for = lambda layout: {"NT": [cp, fits(1.4)("NT")[0]]}.get(layout, [])
-    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 1023, "NT", 1023, 1023, 4096, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 1023, "NT", 1023, 1023, 4096)
     assert (copy_a, copy_b, fit.config.tma) == (True, True, True)
 
 
-FAR = (32768, 512, 512, "NN", 512, 512, 512, BW)   # far from every cube either kernel was timed on; B is small
+FAR = (32768, 512, 512, "NN", 512, 512, 512)   # far from every cube either kernel was timed on; B is small
 
 
 def test_no_layout_change_on_a_cp_async_kernels_extrapolation():
@@ -127,32 +136,32 @@ def test_shipped_h100_results_serve_large_nn_through_the_tma_kernel_and_small_on
     r = load_file(path)
     lib = KernelLibrary(H100, r.entries, 0, False, r.timings)
     fits_for = lambda layout: lib.candidates("fp32", layout)
-    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096)
     assert fit.config.tma and fit.config.layout == "NT" and (copy_a, copy_b) == (False, True)
-    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "TT", 4096, 4096, 4096, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "TT", 4096, 4096, 4096)
     assert fit.config.tma and (copy_a, copy_b) == (True, False)
-    copy_a, copy_b, fit = stage_plan(fits_for, 1000, 1000, 1000, "NN", 1000, 1000, 1000, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 1000, 1000, 1000, "NN", 1000, 1000, 1000)
     assert fit.config.layout == "NN" and not (copy_a or copy_b)
 
 
 def test_shipped_h100_results_copy_a_skinny_operand_into_a_split_tma_kernel_and_no_wide_one():
-    """Under SMALL_PACK_MS a split TMA kernel is reached only where the copy is a small share of it
-    (SPLIT_COPY_SHARE): 4096x16x16384 NN copies B (1 MB) into the split 128x32 TMA kernel; 143x849x3291
+    """Under small_pack_ms a split TMA kernel is reached only where the copy is a small share of it
+    (split_copy_share): 4096x16x16384 NN copies B (1 MB) into the split 128x32 TMA kernel; 143x849x3291
     NN, whose B copy would cost about as much as that kernel, runs as it is."""
     path = Path(__file__).resolve().parent.parent / "results" / "nvidia-h100-80gb-hbm3.json"
     r = load_file(path)
     lib = KernelLibrary(H100, r.entries, 0, False, r.timings)
     fits_for = lambda layout: lib.candidates("fp32", layout)
-    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 16, 16384, "NN", 16384, 16, 16, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 4096, 16, 16384, "NN", 16384, 16, 16)
     assert fit.config.tma and fit.config.split_k > 1 and (copy_a, copy_b) == (False, True)
-    copy_a, copy_b, fit = stage_plan(fits_for, 143, 849, 3291, "NN", 3291, 849, 849, BW)
+    copy_a, copy_b, fit = stage_plan(fits_for, 143, 849, 3291, "NN", 3291, 849, 849)
     assert fit.config.layout == "NN" and not (copy_a or copy_b)
 
 
 def test_a_plans_predicted_time_reads_the_rows_as_the_copies_leave_them():
     """plan_ms: a plan that keeps unaligned rows is predicted on unaligned rows (4-byte copies), one that
     copies them on aligned rows plus the copies. `gemmgen results plan` printed the aligned prediction
-    for both (8.8 us against its own candidate line's 10.5)."""
+    for both (28x8883x19 NN: 8.8 us against its own candidate line's 10.5)."""
     from gemmgen.runtime.staging import copies_ms, plan_ms
 
     fit = fits(1.0)("NN")[0]

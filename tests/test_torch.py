@@ -356,32 +356,37 @@ def _h100_library():
     return KernelLibrary(known("h100"), found.entries, 0, False, found.timings)
 
 
-def test_fixed_order_config_replaces_atomic_split_k_by_the_next_best_timed_kernel():
-    """On the shipped H100 timings some small NT requests dispatch an atomic split-K kernel (which ones
-    moves as the results are re-tuned: the first of a list of small shapes that does); the
-    deterministic choice is the dispatch rule on the kernels that reduce in a fixed order."""
+def test_fixed_order_replaces_atomic_split_k_by_the_next_best_timed_kernel():
+    """On the shipped H100 timings some small NT requests plan an atomic split-K kernel (which ones moves as
+    the results are re-tuned: the first of a list of small shapes that does); with ``fixed_order`` (what
+    gemmgen.torch asks under deterministic algorithms) the planner picks among the kernels that reduce in
+    a fixed order."""
     from gemmgen.runtime.dispatch import choose
-    from gemmgen.torch.kernels import fixed_order_config
+    from gemmgen.runtime.planner import Request
 
     lib = _h100_library()
     small = [(M, N, K, "NT", K, K) for M in (64, 128, 256) for N in (64, 128, 256) for K in (512, 1024, 4096)]
-    request = next((r for r in small if choose(lib.candidates("fp32", "NT"), *r, r[1]).config.split_atomic), None)
-    assert request is not None, "no small NT request dispatches atomic split-K on the shipped H100 timings"
+    ask = lambda r, fixed: Request(*r, r[1], copies=False, fixed_order=fixed)
+    request = next((r for r in small if lib.plan(ask(r, False)).config.split_atomic), None)
+    assert request is not None, "no small NT request plans atomic split-K on the shipped H100 timings"
     M, N, K, _, lda, ldb = request
-    atomic = choose(lib.candidates("fp32", "NT"), *request, N).config
-    fixed = fixed_order_config(lib, atomic, M, N, K, lda, ldb, "fp32", None)
+    fixed = lib.plan(ask(request, True)).config
     assert not fixed.split_atomic and fixed.layout == "NT" and fixed.accepts(M, N, K, lda, ldb, N) is None
     others = [f for f in lib.candidates("fp32", "NT") if not f.config.split_atomic]
     assert fixed == choose(others, *request, N).config
 
 
-def test_fixed_order_config_without_timings_takes_one_slice_of_the_same_tile():
-    from gemmgen.kernel.presets import preset
-    from gemmgen.runtime.library import KernelLibrary
+def test_fixed_order_where_only_atomic_kernels_are_timed_takes_one_slice_of_the_same_tile():
     from gemmgen.base.devices import known
-    from gemmgen.torch.kernels import fixed_order_config
+    from gemmgen.base.shape import Shape
+    from gemmgen.kernel.presets import preset
+    from gemmgen.runtime.planner import Planner, Request
+    from gemmgen.runtime.predict import Fitted
 
-    lib = KernelLibrary(known("h100"), {})
     atomic = preset("tf32x3-wgmma").replace(split_k=4)
-    fixed = fixed_order_config(lib, atomic, 64, 128, 512, 512, 128, "fp32", None)
-    assert fixed == atomic.replace(split_k=1)
+    assert atomic.split_atomic
+    fit = Fitted.fit(atomic, {Shape(n, n, n): 0.001 * n / 64 for n in (256, 512, 1024, 2048)}, known("h100"))
+    planner = Planner(known("h100"), {}, timed=lambda precision, layout, family: [fit] if layout == "NN" else [])
+    ask = lambda fixed, M=64: Request(M, 128, 512, "NN", 512, 128, 128, copies=False, fixed_order=fixed)
+    assert planner.plan(ask(False)).config == atomic
+    assert planner.plan(ask(True)).config == atomic.replace(split_k=1)

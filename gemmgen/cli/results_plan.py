@@ -1,8 +1,8 @@
 """``gemmgen results plan GPU SHAPE``: the kernel gemmgen.matmul runs for a shape on a GPU, and why.
 
-The dispatch rule (gemmgen.runtime.dispatch and .staging) applied to a GPU's results without the GPU:
-the plan (kernel, and the operands copied first), then the competing kernels of the request's layout
-with their predicted times and the terms of their time models (docs/API.md, "Dispatch").
+The runtime's planner (gemmgen.runtime.planner, the one every entry point asks) applied to a GPU's results
+without the GPU: the plan (kernel, and the operands copied first), then the competing kernels of the
+request's layout with their predicted times and the terms of their time models (docs/API.md, "Dispatch").
 
 >>> rows = plan("h100", "4096x4096x4096/NN", top=3)        # the shipped H100 results
 >>> rows["plan"]["kernel"].startswith("gg_"), len(rows["candidates"]) == 3
@@ -20,11 +20,9 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     from ..base.devices import known
     from ..base.shape import Shape
     from ..records.lookup import load_device
-    from ..runtime import gemv, small
-    from ..runtime.library import KernelLibrary
+    from ..runtime.library import results_policy
+    from ..runtime.planner import Planner, Request
     from ..runtime.precision import check_family
-    from ..runtime.counts import aligned_for
-    from ..runtime.staging import copies_ms, plan_ms
     from ..records.best import resolve_preset
 
     s = Shape.parse(shape)
@@ -34,34 +32,45 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     if found.entries and not found.timings.kernels:
         raise ValueError(f"the results of {found.name!r} hold no timings: the dispatch picks the nearest "
                          "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
-    lib = KernelLibrary(spec, found.entries, timings=found.timings, untimed_builtins=True)   # as matmul plans
+    planner = Planner(spec, found.entries, found.timings, results_policy(found).replace(untimed_builtins=True))   # as load()
     v13 = resolve_preset("v13", spec, found.entries, timings=found.timings).name
-    mnk = (s.M, s.N, s.K)
     lda, ldb = s.lds
+    req = Request(s.M, s.N, s.K, s.layout, lda, ldb, s.N, "fp32", family)
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
-    # one row or column of C, or a tiny C or a short K: the hand-written kernels, no time model
-    hand = (("gemv", gemv.GemvKernel(*mnk, s.layout, lda, ldb, s.N, spec.sm_count)) if gemv.serves(*mnk, "fp32", family)
-            else ("small", small.SmallKernel(*mnk, s.layout, spec.sm_count)) if small.serves(*mnk, "fp32", family)
-            else None)
-    if hand is not None:
+    chosen = planner.plan(req)
+    if chosen.source == "route":   # one row or column of C, or a tiny C or a short K: no time model
         return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [], "v13": v13,
-                "plan": {"kernel": hand[1].config.name, "layout": s.layout, "copies": "", "predicted_ms": None,
-                         "copies_ms": 0.0, "route": hand[0]}}
-    copy_a, copy_b, fit = lib.staged_fit(*mnk, s.layout, lda, ldb, s.N, "fp32", family)
-    if fit is None:
+                "plan": {"kernel": _route_kernel(chosen.route, req, spec), "layout": s.layout, "copies": "",
+                         "predicted_ms": None, "copies_ms": 0.0,
+                         "route": "gemv" if chosen.route == "gemv" else "small"}}
+    if chosen.source != "timed":
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
-    run = Shape(*mnk, fit.config.layout)
-    copies = copies_ms(*mnk, s.layout, run.layout, copy_a, copy_b, lib.copy_bandwidth)
-    rows = sorted(((f.predict(s, aligned_for(f.config, s)), f) for f in lib.candidates("fp32", s.layout, family)
-                   if f.config.accepts(*mnk) is None), key=lambda t: (t[0], t[1].config.name))
+    rows = planner.ranked(Request(s.M, s.N, s.K, s.layout, None, None, None, "fp32", family, copies=False))
     return {"gpu": found.name, "shape": s.key,
-            "plan": {"kernel": fit.config.name, "layout": run.layout, "copies": "A" * copy_a + "B" * copy_b,
-                     "predicted_ms": plan_ms(fit, *mnk, s.layout, lda, ldb, copy_a, copy_b, lib.copy_bandwidth),
-                     "copies_ms": copies},
-            "cublas_ms": cublas, "launch_base_ms": fit.base, "v13": v13,
-            "candidates": [{"kernel": f.config.name, "predicted_ms": t, "measured_here": f.measured_near(s, aligned_for(f.config, s)),
-                            "u": f.u, "w": f.w, "v": f.v, "resident": f.resident, "layout_factor": f.factor}
-                           for t, f in rows[:top]]}
+            "plan": {"kernel": chosen.name, "layout": chosen.layout, "copies": chosen.copies,
+                     "predicted_ms": chosen.ms, "copies_ms": chosen.copies_ms},
+            "cublas_ms": cublas, "launch_base_ms": chosen.fit.base, "v13": v13,
+            "candidates": [{"kernel": p.name, "predicted_ms": p.kernel_ms,
+                            "measured_here": p.fit.measured_near(s, _aligned(p, s)),
+                            "u": p.fit.u, "w": p.fit.w, "v": p.fit.v, "resident": p.fit.resident,
+                            "layout_factor": p.fit.factor}
+                           for p in rows[:top]]}
+
+
+def _aligned(p, s) -> bool:
+    from ..runtime.counts import aligned_for
+
+    return aligned_for(p.config, s)
+
+
+def _route_kernel(route: str, req, spec) -> str:
+    """The name of the hand-written kernel a route runs for the request."""
+    from ..runtime import gemv, small
+
+    lda, ldb = req.lds
+    if route == "gemv":
+        return gemv.GemvKernel(req.M, req.N, req.K, req.layout, lda, ldb, req.N, spec.sm_count).config.name
+    return small.SmallKernel(req.M, req.N, req.K, req.layout, spec.sm_count, route).config.name
 
 
 def text(rows: dict[str, Any], wide: bool = False) -> str:

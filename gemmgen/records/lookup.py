@@ -44,12 +44,13 @@ def result_dirs(results: Results = None) -> list[Path]:
 
 def _combine(parts: list[DeviceResults]) -> DeviceResults:
     """One GPU's results from several folders: the better entry per key, the last fingerprint, the
-    timings of all (the user's folder, read last, wins where both timed a kernel on a shape)."""
+    timings of all (the user's folder, read last, wins where both timed a kernel on a shape), the policy
+    fields of all (the user's win)."""
     out = parts[0]
     for part in parts[1:]:
         check_same_device(out.device, part.device, part.path)
         out = DeviceResults({**out.device, **part.device}, merge(out.entries, part.entries.values()),
-                            part.path, out.timings.merge(part.timings))
+                            part.path, out.timings.merge(part.timings), {**out.policy, **part.policy})
     return out
 
 

@@ -12,7 +12,9 @@ A results folder holds ``<slug of the device name>.json`` per GPU (``NVIDIA H100
                  "4096x4096x4096/NN/tf32": {...}}}
 
 Beside the entries a file may hold ``timings`` (:mod:`.timings`): the times of many kernels on the GPU's
-tuning grid, which the runtime's dispatch model is fitted to.
+tuning grid, which the runtime's dispatch model is fitted to; and ``policy``: an object of named
+thresholds that override the runtime planner's defaults for this GPU (``gemmgen.runtime.policy.Policy``
+checks the names when the library loads).
 
 An entry is the best kernel of one shape, layout and accuracy class (``KernelConfig.precision``).
 fp32-accurate kernels (simt and 3xTF32 alike) compete for the plain ``<shape>/<layout>`` key, so
@@ -37,7 +39,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -69,6 +71,7 @@ class DeviceResults:
     entries: dict[str, Entry]
     path: Path | None = None
     timings: Timings = Timings.empty()
+    policy: dict = field(default_factory=dict)   # planner thresholds for this GPU (field name -> value)
 
     @property
     def name(self) -> str:
@@ -80,6 +83,8 @@ class DeviceResults:
         out = {"schema": SCHEMA, "device": self.device, "entries": entries}
         if self.timings.kernels:
             out["timings"] = self.timings.to_dict()
+        if self.policy:
+            out["policy"] = dict(self.policy)
         return out
 
 
@@ -103,7 +108,10 @@ def load_file(path: str | os.PathLike) -> DeviceResults:
         raise ResultsError(f"{path}: 'entries' is a {type(entries).__name__}, not an object")
     parsed = [parse_entry(k, v, str(path)) for k, v in entries.items()]
     timings = Timings.from_dict(data["timings"], f"{path}: timings") if "timings" in data else Timings.empty()
-    return DeviceResults(device, {e.key: e for e in parsed}, path, timings)
+    policy = data.get("policy", {})
+    if not isinstance(policy, dict):
+        raise ResultsError(f"{path}: 'policy' is a {type(policy).__name__}, not an object of field: value")
+    return DeviceResults(device, {e.key: e for e in parsed}, path, timings, policy)
 
 
 def _read_json(path: Path) -> dict:
@@ -203,6 +211,6 @@ def record(fingerprint: Mapping, entries: Iterable[Entry], results: str | os.Pat
         current = load_file(path) if path.exists() else DeviceResults(dict(fingerprint), {}, path)
         check_same_device(current.device, fingerprint, path)
         merged = DeviceResults({**current.device, **fingerprint}, merge(current.entries, stamped), path,
-                               current.timings.merge(timings or Timings.empty()))
+                               current.timings.merge(timings or Timings.empty()), current.policy)
         write_atomic(path, merged.to_dict())
     return merged

@@ -34,7 +34,8 @@ from ..base.shape import Shape
 from ..kernel.config import KernelConfig
 from .counts import aligned_for, counts, rounds_steps
 from .nnls import nonnegative_least_squares
-from .predict import LAUNCH_MS, max_resident, unaligned_factor
+from .policy import DEFAULT
+from .predict import max_resident, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
 REDUCE_SHARE = 0.8   # share of the datasheet bandwidth split-K's partial sums move at
@@ -88,7 +89,7 @@ def features(c: KernelConfig, s: Shape, spec: DeviceSpec, resident: int) -> tupl
     tile = c.BM * c.BN * 4 / per_sm
     terms = [waves_steps * work, waves_steps * loads, rounds_steps(waves_steps, waves, resident) * 1e-3,
              waves * tile, waves * 1e-3]
-    fixed = reduce_bytes / (bandwidth * REDUCE_SHARE) + launches * LAUNCH_MS
+    fixed = reduce_bytes / (bandwidth * REDUCE_SHARE) + launches * DEFAULT.launch_ms
     floor = c.elem_bytes * (s.M * s.K + s.K * s.N) / bandwidth + 4 * s.M * s.N / bandwidth
     return terms, fixed, floor
 

@@ -4,13 +4,13 @@ Off by default: ``gemmgen.matmul`` runs the kernel the dispatch predicts fastest
 needs no GPU time. With ``gemmgen.tune_first_calls(3)`` (or ``GEMMGEN_TUNE=3`` in the environment) the
 first call of a request kind (shape, layout, leading dimensions, alignment, precision, family) on a GPU
 times the dispatch's plan and the kernels that run the request as it is with the least predicted times
-(:meth:`.library.KernelLibrary.alternatives`: the first ``candidates`` of them, the plan's kernel usually
-among them, and the first two of each family: a far SIMT prediction can be 1.4x
-off). The plan runs first (a failure is the call's own); the others compile (a candidate that does
+(the planner's :meth:`.planner.Planner.alternatives`: the first ``candidates`` of them, the plan's kernel
+usually among them, and the first ``Policy.tune_per_family`` of each family: a far SIMT prediction can be
+1.4x off, docs/PERFORMANCE.md). The plan runs first (a failure is the call's own); the others compile (a candidate that does
 not build is left out, with one warning), then run into a scratch C, timed as the stored timings were
 (:func:`gemmgen.measure.timing.bench_interleaved`: interleaved, the L2 flushed before each run, CUDA
 events; three estimate rounds, one or more warm-up rounds and at least five timed ones: a millisecond or
-two for launch-sized kinds, seconds for the largest). The least median wins if it beats the plan by MARGIN.
+two for launch-sized kinds, seconds for the largest). The least median wins if it beats the plan by ``Policy.tune_margin``.
 One kind's candidates run at a time on a GPU (other threads' own work still shares it); a timing that
 fails (out of memory for the scratch C or the flush buffer) leaves the plan, with one warning.
 
@@ -36,9 +36,7 @@ from .picks import kept, label, remember, request_key
 
 ENV = "GEMMGEN_TUNE"
 MAX_CANDIDATES = 16
-PER_FAMILY = 2
 WARMUP_MS, REP_MS = 2.0, 10.0   # bench_interleaved's budget for one kind's candidates (at least 5 rounds)
-MARGIN = 0.02   # a candidate replaces the plan only this much faster: a median of 5 runs moves ~1% by noise
 
 _state: dict = {"top": None}                                   # None: read ENV on first use
 _resolved: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # library -> request key -> plan
@@ -123,7 +121,8 @@ def _signature(plan: tuple, offered: list) -> dict:
 def _from_file(lib, request: tuple, key: str, plan: tuple, top: int) -> tuple[tuple | None, list]:
     """(the kept pick as a plan, or None where there is none or it is stale; the alternatives offered now)."""
     M, N, K, layout, lda, ldb, ldc, precision, family, aligned = request
-    offered = lib.alternatives(M, N, K, layout, lda, ldb, ldc, precision, family, aligned, top, PER_FAMILY)
+    offered = lib.alternatives(M, N, K, layout, lda, ldb, ldc, precision, family, aligned, top,
+                               lib.policy.tune_per_family)
     record = kept(lib.spec.name).get(key)
     signature = _signature(plan, offered)
     if not isinstance(record, dict) or any(record.get(k) != v for k, v in signature.items()):
@@ -140,7 +139,7 @@ def _from_file(lib, request: tuple, key: str, plan: tuple, top: int) -> tuple[tu
 
 def _timed(lib, key: str, plan: tuple, offered: list, make_run, stream) -> tuple:
     """The fastest of the plan and the offered kernels (run as the request is), kept where it beats the plan
-    by MARGIN or is the plan; the plan, not kept, where nothing else builds or the timing fails (say, out of
+    by the policy's ``tune_margin`` or is the plan; the plan, not kept, where nothing else builds or the timing fails (say, out of
     memory for the scratch C or the flush buffer: the call goes on as untuned, with one warning)."""
     run_plan = make_run(*plan)
     run_plan()   # the plan must run (a failure here is the call's own), before any candidate compiles
@@ -173,7 +172,7 @@ def _timed(lib, key: str, plan: tuple, offered: list, make_run, stream) -> tuple
                           f"{(str(exc).splitlines() or [''])[0]}); running the predicted plan", stacklevel=5)
             return plan
     i = min(range(len(ready)), key=lambda j: (ms[j], j))
-    if ms[i] > ms[0] * (1.0 - MARGIN):
+    if ms[i] > ms[0] * (1.0 - lib.policy.tune_margin):
         i = 0   # within the noise of the plan: keep the plan
     kernel, copy_a, copy_b = ready[i]
     remember(lib.spec.name, key, {"kernel": kernel.config.name, "layout": kernel.config.layout, "copy_a": copy_a,

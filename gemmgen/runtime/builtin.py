@@ -51,21 +51,16 @@ def _portfolio() -> tuple[tuple[KernelConfig, ...], dict]:
     return tuple(KernelConfig.from_dict(k) for k in data["kernels"]), data["coefficients"]
 
 
-UNTIMED = 1.25   # beside timed kernels, a built-in one competes this much slower than its model says: the
-                 # model's median error is 11-14%, a fitted kernel's near its measurements a few percent
-
-
 def builtin_fits(spec: DeviceSpec, precision: str, coefficients: Mapping | None = None,
-                 timed: Iterable[str] = ()) -> list[Analytic]:
+                 timed: Iterable[str] = (), margin: float = 1.0) -> list[Analytic]:
     """The analytic models, on ``spec``, of the built-in kernels of a precision class that it can run
-    (fp32 only: the other classes keep their one preset, :mod:`.precision`). With ``timed`` (names of
-    kernels the GPU's results time), those are left out and the others compete UNTIMED slower."""
+    (fp32 only: the other classes keep their one preset, :mod:`.precision`), less those named in ``timed``
+    (kernels the GPU's results time), each predicted ``margin`` times slower than its model."""
     if precision != "fp32":
         return []
     kernels, coef = _portfolio()
     coef = coefficients or coef
     timed = set(timed)
-    margin = UNTIMED if timed else 1.0
     return [Analytic.make(c, spec, coef, margin) for c in kernels
             if c.precision == precision and c.name not in timed and fma_ok(c, spec) and not explain(c, spec)]
 

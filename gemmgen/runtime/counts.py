@@ -27,7 +27,7 @@ def counts(c: KernelConfig, s: Shape, sm_count: int) -> tuple[float, float, floa
             reduce_bytes, launches = mn * (2 * c.split_k + 1), 1
         else:                            # C scaled first, then each slice adds in (read-modify-write);
             # the launch counts even where the kernel scales C itself (config.split_one_launch): counted
-            # as none, the picks on measured launch-sized shapes ran slower
+            # as none, the picks on 128 measured launch-sized shapes ran 0.4% slower
             reduce_bytes, launches = mn * (2 + 2 * c.split_k), 1
     return float(waves * steps), float(waves), reduce_bytes, launches
 
@@ -44,13 +44,12 @@ def empty_slices(c: KernelConfig, s: Shape) -> bool:
 
 
 def latency_bound(c: KernelConfig) -> bool:
-    """Whether the latency term is fitted for ``c`` by its family's nature: the wgmma kernels (predict's
-    LATENCY_SIMT and LATENCY_SKINNY add the SIMT and skinny ones), whose K steps run in turn (copy
-    wait, split, barrier, wgmma, wgmma wait, as Nsight Compute shows), so a block alone on an SM is
-    slow per step. The SIMT and mma.sync kernels overlap a step's loads with the last step's math in
-    registers; on the shipped H100 timings the term made their leave-one-out picks worse (pick/best
-    1.025 -> 1.034), where the wgmma kernels' got better (benchmarks/dispatch_loo.py). The SIMT kernels
-    get it all the same where ``predict.LATENCY_SIMT`` fits them on every measurement.
+    """Whether the latency term is fitted for ``c`` by its family's nature: the wgmma kernels (the time
+    model adds the SIMT ones where ``Policy.latency_simt``), whose K steps run in turn (copy wait, split,
+    barrier, wgmma, wgmma wait; Nsight Compute), so a block alone on an SM is slow per step. The SIMT and
+    mma.sync kernels overlap a step's loads with the last step's math in registers; on the shipped H100
+    timings the term made their leave-one-out picks worse (pick/best 1.025 -> 1.034), where the wgmma
+    kernels' got better (benchmarks/dispatch_loo.py).
 
     >>> from gemmgen.kernel.presets import preset
     >>> latency_bound(preset("tf32x3-wgmma")), latency_bound(preset("v10"))

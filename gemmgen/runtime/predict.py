@@ -2,7 +2,7 @@
 
 A kernel's time is modelled as
 
-    t = base + u * waves * steps + w * rounds * steps + v * waves + reduce_bytes / bandwidth + extra_launches * LAUNCH_MS
+    t = base + u * waves * steps + w * rounds * steps + v * waves + reduce_bytes / bandwidth + extra_launches * launch_ms
 
 with ``waves = ceil(blocks / SMs)`` (blocks = tiles x split-K slices: the blocks the busiest SM runs),
 ``rounds = ceil(waves / resident)`` (the blocks an SM holds at once run together: ``resident`` of them
@@ -11,14 +11,14 @@ slice's partial written and read back; atomics: C scaled, then each slice adds i
 block's share of the SM per K step (throughput), ``w`` the latency of one K step that the resident
 blocks overlap (copy wait, split, barrier, tensor-core wait: on the H100 a 64x64 cp.async 3xTF32 kernel
 alone on an SM takes 1.1 us per 32-deep step, 0.44 us per block-step with eight to an SM), ``v`` a
-block's prologue and epilogue, ``base`` what any launch of any kernel takes on the GPU (FLOOR times the
+block's prologue and epilogue, ``base`` what any launch of any kernel takes on the GPU (``floor`` times the
 least time measured there in the precision class, not fitted: a kernel timed only on large shapes says
 nothing of it; without it such a kernel's fit went to 1.8 us on 16x16x16 where it ran 14 and nothing runs
 under 5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times by least squares on
 relative error, for each ``resident`` from 1 (no latency term) to the kernel's resident blocks per SM
 (:func:`max_resident`: recorded with the timings, or what is sure from shared memory, threads and launch
-bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`), the SIMT ones (LATENCY_SIMT)
-and, with LATENCY_SKINNY, the skinny ones; the others keep ``w = 0``. The fit is then corrected by the
+bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`), the SIMT ones (``latency_simt``);
+the others keep ``w = 0``. The fit is then corrected by the
 measured/fitted ratios of nearby measured shapes (Gaussian weights over log-distance in M, N, K), so the
 prediction on a measured shape is that measurement, and between shapes it follows the counts. Measurements where
 split-K slices go empty (fewer K steps than slices: :func:`empty_slices`) take no part in the fit (their time is
@@ -27,7 +27,7 @@ a fraction of the modelled reduce; fitted, they drove u = v = 0), only in the co
 Operands whose rows are not 16-byte aligned (an odd K in A's rows, say) take 4-byte copies, a regime of
 its own: the fit takes aligned measurements (all for the SIMT kernels, or where too few), measurements
 of either kind correct only predictions of their own, and an unaligned request with no unaligned
-measurement near is predicted UNALIGNED times slower (UNALIGNED_WS for the warp-specialized cp.async
+measurement near is predicted ``unaligned`` times slower (``unaligned_ws`` for the warp-specialized cp.async
 kernels, whose producer warpgroup hides the extra copies). For the skinny family only A's rows decide
 the regime (:func:`aligned_for`).
 
@@ -50,44 +50,11 @@ from ..kernel.config import KernelConfig
 from ..records.timings import KernelTimes
 from .counts import aligned_for, counts, empty_slices, latency_bound, latency_steps, log_distance, rounds_steps
 from .nnls import nonnegative_least_squares
+from .policy import DEFAULT, Policy
 
-LAUNCH_MS = 0.003      # one more kernel launch in the sequence (split-K's scale or reduce kernel)
-WIDTH = 0.6            # width of the Gaussian over log-distance for the correction (e^0.6 = 1.8x apart)
-PRIOR = 0.05           # weight of "the fit is right" against the measured neighbours' ratios
-UNALIGNED = 1.5        # unaligned rows with no unaligned measurement near: 4-byte copies (4097^3: 1.4-1.6x)
-UNALIGNED_WS = 1.2     # ... in a warp-specialized cp.async kernel, whose producer warpgroup issues the 4-byte copies beside
-                       # the consumers' math (at 1.5 their predictions ran a median 1.23x further above their times
-                       # than other kernels')
-UNALIGNED_SIMT = 1.1   # ... in a SIMT kernel, which loads through registers and is bound by its FMAs: its
-                       # unaligned timings run a median 1.02x its fit on aligned ones
-EXTRAPOLATED = 0.2     # share added to a prediction with no measurement of its regime near (see Fitted.predict)
-REACH = 0.5            # share added per doubling of K steps beyond the most any measurement of the kernel ran, up
-                       # to STEADY steps: a kernel timed only on shallow K has its per-step cost unseen (a 2-stage
-                       # kernel timed on K <= 93 ran deep K 1.6x slower than its fit said)
-STEADY = 16            # K steps after which a pipeline runs its steady state: measured that deep, deeper K is the fit's
-FMA_FLOOR = 1.35       # the least a block-step of an FMA kernel costs (:func:`step_floor`), as a multiple of its
-                       # FMAs at the SM's peak (DeviceSpec.fma_lanes a clock at the boost clock); 0: no floor.
-                       # No FMA loop issues at the peak: at 1.0 a split SIMT tile fitted on shallow K won deep-K
-                       # plans it then ran below cuBLAS, where 1.35's 3xTF32 picks ran above
-MAX_RESIDENT = 8       # the most blocks per SM the fit tries
-MIN_POINTS = 4         # fewer measurements to fit: no latency term (resident = 1)
-CLOSER = 0.98          # a larger `resident` must fit this much better (sum of squares) to be taken
-LATENCY_SKINNY = False # fit the latency term (per round-step, w) for the skinny kernels too: a block alone on an SM
-                       # runs its K slice as a chain of dependent steps. Off: in an A/B its gain came from one
-                       # shape, and it turned other skinny picks slower than cuBLAS
-LATENCY_SIMT = True    # the SIMT kernels too, fitted on all their measurements (they load unaligned rows at ~1.02x):
-                       # fitted on a few aligned one-wave points, many-wave shallow shapes ran 0.46-0.57x their fit
-EMPTY_FIT = False      # fit measurements on which split-K slices go empty too (their time drove u = v = 0)
-FLOOR = 0.9            # share of the least time any kernel was measured at on the GPU that every launch pays
-                       # (the model's base); 0: launches free
-BORROW = False         # unaligned rows with no unaligned measurement near, but aligned ones: correct the fit by
-                       # those (then only the unaligned factor, no extrapolation share). Off: its gain on the seeds
-                       # it was tuned on did not hold on held-out seeds
-
-
-def launch_base(kernels: Iterable[KernelTimes]) -> float:
+def launch_base(kernels: Iterable[KernelTimes], policy: Policy = DEFAULT) -> float:
     """The model's ``base`` (ms) for a GPU whose kernels (of one precision class) were timed as ``kernels``
-    say: FLOOR times the least time (0 with none; a time of 0 is no launch). On the H100 the least is
+    say: ``policy.floor`` times the least time (0 with none; a time of 0 is no launch). On the H100 the least is
     5.3 us (a SIMT kernel on 16x16x16: launch, one block, the timing's L2 flush before it); a kernel
     can't be predicted under it.
 
@@ -97,20 +64,20 @@ def launch_base(kernels: Iterable[KernelTimes]) -> float:
     >>> round(launch_base(timed) * 1e3, 2), launch_base([])
     (4.77, 0.0)
     """
-    return FLOOR * min((t for k in kernels for t in k.ms.values() if t > 0), default=0.0)
+    return policy.floor * min((t for k in kernels for t in k.ms.values() if t > 0), default=0.0)
 
 
 def fit_points(c: KernelConfig, measured: Mapping[Shape, float]) -> dict[Shape, float]:
     """The measurements of ``c`` its fit takes: all but those where split-K slices go empty
-    (:func:`empty_slices`; all of them with EMPTY_FIT)."""
-    return {s: t for s, t in measured.items() if EMPTY_FIT or not empty_slices(c, s)}
+    (:func:`empty_slices`: their time is a fraction of the modelled reduce; fitted, they drove u = v = 0)."""
+    return {s: t for s, t in measured.items() if not empty_slices(c, s)}
 
 
-def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
+def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0, policy: Policy = DEFAULT) -> int:
     """The most blocks of ``c`` an SM holds at once: ``recorded`` where the timings hold the driver's
     count, else what is sure without the compiled kernel: shared memory (1 KB reserved per block),
     threads, and registers at the most ``__launch_bounds__`` lets the compiler use (255 a thread, fewer
-    where ``min_blocks`` asks for more blocks); capped at MAX_RESIDENT.
+    where ``min_blocks`` asks for more blocks); capped at ``policy.max_resident``.
 
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.base.devices import known
@@ -120,20 +87,21 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0) -> int:
     (1, 2)
     """
     if recorded > 0:
-        return min(recorded, MAX_RESIDENT)
+        return min(recorded, policy.max_resident)
     regs = -(-min(255, spec.regs_per_block // (c.threads * c.min_blocks)) // 8) * 8    # allocated in 8s
     by_regs = max(c.min_blocks, spec.regs_per_sm // (c.threads * regs))
     return max(1, min(spec.smem_per_sm // (c.smem_bytes + 1024), spec.max_threads_per_sm // c.threads, by_regs,
-                      MAX_RESIDENT))
+                      policy.max_resident))
 
 
-def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
-    """The least one block-step of ``c`` can cost its SM (ms): FMA_FLOOR times its BM x BN x BK FMAs at
+def step_floor(c: KernelConfig, spec: DeviceSpec, policy: Policy = DEFAULT) -> float:
+    """The least one block-step of ``c`` can cost its SM (ms): ``policy.fma_floor`` times its BM x BN x BK FMAs at
     the SM's peak FP32 rate (:attr:`DeviceSpec.fma_lanes` a clock at the boost clock), for the kernels
     whose products are FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock.
     The fit's ``u`` is held at or above it: fitted on shapes of a few K steps, where the per-block term
-    carries the time, a kernel's ``u`` went below what the SM can do (a split-K SIMT kernel fitted 70% of
-    the floor, and ran deep K 1.5x slower than predicted).
+    carries the time, a kernel's ``u`` went below what the SM can do (H100: a split-K 64x32x8 TT kernel timed
+    on K <= 1100 at full waves fitted u = 0.046 us, 70% of the 0.065 us floor, and ran 3818x61x7216 in
+    130 us where it was predicted 89 and the kernel it displaced ran 59).
 
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.base.devices import known
@@ -142,26 +110,26 @@ def step_floor(c: KernelConfig, spec: DeviceSpec) -> float:
 
     (1.35 x 517.2 ns: 128 x 128 x 8 FMAs at 128 lanes and 1980 MHz.)
     """
-    if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or FMA_FLOOR <= 0:
+    if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or policy.fma_floor <= 0:
         return 0.0
-    return FMA_FLOOR * c.BM * c.BN * c.BK / (spec.fma_lanes * spec.clock_mhz * 1e3)
+    return policy.fma_floor * c.BM * c.BN * c.BK / (spec.fma_lanes * spec.clock_mhz * 1e3)
 
 
-def unaligned_factor(c: KernelConfig) -> float:
+def unaligned_factor(c: KernelConfig, policy: Policy = DEFAULT) -> float:
     """How much slower than on aligned rows ``c`` is guessed to run on unaligned ones (4-byte copies)
-    where no unaligned measurement lies near: UNALIGNED_SIMT for the SIMT kernels, UNALIGNED_WS for the
+    where no unaligned measurement lies near: ``unaligned_simt`` for the SIMT kernels, ``unaligned_ws`` for the
     warp-specialized cp.async kernels (``tma`` with ``async_copy``: a producer warpgroup copies),
-    UNALIGNED for the others.
+    ``unaligned`` for the others.
 
     >>> from gemmgen.kernel.presets import preset
-    >>> unaligned_factor(preset("tf32x3-wgmma")) == UNALIGNED, unaligned_factor(preset("tf32x3-ws")) == UNALIGNED_WS
+    >>> unaligned_factor(preset("tf32x3-wgmma")) == DEFAULT.unaligned, unaligned_factor(preset("tf32x3-ws")) == DEFAULT.unaligned_ws
     (True, True)
-    >>> unaligned_factor(preset("v10")) == UNALIGNED_SIMT
+    >>> unaligned_factor(preset("v10")) == DEFAULT.unaligned_simt
     True
     """
     if c.family == "simt":
-        return UNALIGNED_SIMT
-    return UNALIGNED_WS if c.tma and c.async_copy else UNALIGNED
+        return policy.unaligned_simt
+    return policy.unaligned_ws if c.tma and c.async_copy else policy.unaligned
 
 
 @dataclass(frozen=True)
@@ -188,87 +156,86 @@ class Fitted:
     base: float = 0.0                # what any launch takes (ms): not fitted, see the module docstring
     reach: float = 0.0               # the most K steps (of a slice) any measurement ran, of either alignment
                                      # class (those with empty split-K slices aside); 0: unknown
+    policy: Policy = DEFAULT         # the model's thresholds (width, prior, unaligned guesses, ...)
 
     @classmethod
     def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
-            resident: int = 0, base: float = 0.0) -> "Fitted":
+            resident: int = 0, base: float = 0.0, policy: Policy = DEFAULT) -> "Fitted":
         """Fit u, w and v to the measured times (ms by shape; aligned ones, all for SIMT) by least squares on
         relative error, for each count of resident blocks up to :func:`max_resident` (``resident``: the
         kernel's count as recorded with its timings, 0 where unknown), over what is left of each time
-        after ``base`` (ms, :func:`launch_base`); see the module docstring."""
-        bw = max(spec.mem_gbs, 100.0) * 1e6 * 0.8          # GB/s -> bytes/ms, at 80% of the datasheet
+        after ``base`` (ms, :func:`launch_base`); see the module docstring. ``policy``: the thresholds."""
+        bw = max(spec.mem_gbs, 100.0) * 1e6 * policy.reduce_bandwidth   # GB/s -> bytes/ms, a share of the datasheet's
         # Shapes with fewer K steps than split-K slices leave slices empty: their times follow the
         # reduce alone, a regime the counts do not model (fitted there, u = w = v = 0 and deep-K times
         # of a few microseconds); they still correct predictions near them.
         whole = fit_points(config, measured) or dict(measured)
-        simt = LATENCY_SIMT and config.family == "simt"      # every point: unaligned rows cost SIMT ~2%
+        simt = policy.latency_simt and config.family == "simt"      # every point: unaligned rows cost SIMT ~2%
         used = [(s, t) for s, t in whole.items() if simt or aligned_for(config, s) or len(whole) < 3]
         used = used or list(whole.items())                   # no aligned point: fit the unaligned ones
-        few = len(used) < MIN_POINTS                          # too few for a third term
-        lat = latency_bound(config) or (LATENCY_SKINNY and config.family == "skinny") or simt
-        most = max_resident(config, spec, resident) if lat and not few else 1
+        few = len(used) < policy.min_points                          # too few for a third term
+        lat = latency_bound(config) or simt
+        most = max_resident(config, spec, resident, policy) if lat and not few else 1
         counted = {s: counts(config, s, spec.sm_count) for s in whole}
         per_point = [(counted[s], t) for s, t in used]
-        floor = step_floor(config, spec)                     # u = floor + what the fit finds above it
+        floor = step_floor(config, spec, policy)                     # u = floor + what the fit finds above it
         best = (0.0, 0.0, 0.0, 0.0, 1)
         for resident in range(1, most + 1):
             rows = [((a / t, rounds_steps(a, b, resident) / t, b / t),
-                     1.0 - (base + floor * a + r / bw + n * LAUNCH_MS) / t)
+                     1.0 - (base + floor * a + r / bw + n * policy.launch_ms) / t)
                     for (a, b, r, n), t in per_point]
             if not rows:
                 break
             residual, (u, w, v) = nonnegative_least_squares(rows)
-            if resident == 1 or residual < CLOSER * best[0]:
+            if resident == 1 or residual < policy.closer * best[0]:
                 best = (residual, u, w, v, resident)
         _, u, w, v, resident = best
         u += floor
         reach = max((a / b for a, b, _, _ in counted.values()), default=0.0)
-        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base)
+        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base, 0.0, policy)
         points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
-        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base, reach)
+        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base, reach, policy)
 
     def serving(self, layout: str, factor: float) -> "Fitted":
         """This kernel's model for its config in another layout, ``factor`` times its time."""
         return Fitted(self.config.in_layout(layout), self.u, self.v, self.points, self.sm_count,
-                      self.bandwidth, factor, self.w, self.resident, self.base, self.reach)
+                      self.bandwidth, factor, self.w, self.resident, self.base, self.reach, self.policy)
 
     def fitted(self, s: Shape) -> float:
         """The model's time on shape s (ms), before the correction."""
         a, b, r, n = counts(self.config, s, self.sm_count)
         lat = latency_steps(self.config, s, self.sm_count, self.resident) if self.w else 0.0
-        return max(self.base + self.u * a + self.w * lat + self.v * b + r / self.bandwidth + n * LAUNCH_MS, 1e-6)
+        return max(self.base + self.u * a + self.w * lat + self.v * b + r / self.bandwidth + n * self.policy.launch_ms, 1e-6)
 
     def measured_near(self, s: Shape, is_aligned: bool) -> bool:
         """Whether measurements of s's alignment class lie near s (weight above one half): the prediction
-        rests on data of its own regime, not on the fit and the UNALIGNED guess."""
+        rests on data of its own regime, not on the fit and the unaligned guess."""
         s = Shape(s.M, s.N, s.K)
-        return sum(math.exp(-((log_distance(p.shape, s) / WIDTH) ** 2))
+        return sum(math.exp(-((log_distance(p.shape, s) / self.policy.width) ** 2))
                    for p in self.points if p.aligned == is_aligned) > 0.5
 
     def predict(self, s: Shape, is_aligned: bool = True) -> float:
         """Predicted time (ms) on shape s: the fit times the weighted ratio of nearby measurements of
-        the same alignment; an exact measurement is returned as it is. With ``BORROW``, unaligned rows
-        with none of their own near but aligned measurements near take those measurements' ratio."""
+        the same alignment; an exact measurement is returned as it is. Unaligned rows with no unaligned
+        measurement near take the fit with the unaligned guess (aligned measurements near do not correct
+        them: on held-out seeds 5 of 7 plans that borrowed their ratio ran slower)."""
         s = Shape(s.M, s.N, s.K)
         exact, num, den = self._correction(s, is_aligned)
         if exact is not None:
             return self._scaled(exact, 1.0)
         near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
-        if not near and not is_aligned and BORROW:
-            a_exact, a_num, a_den = self._correction(s, True)
-            if a_exact is not None or a_den > 0.5:   # measured near s on aligned rows: that, and the unaligned guess alone
-                aligned_ms = a_exact if a_exact is not None else self.fitted(s) * a_num / a_den
-                return self._scaled(aligned_ms, unaligned_factor(self.config) * self.deeper(s))
-        penalty = (1.0 if is_aligned or near else unaligned_factor(self.config)) * (1.0 if near else 1.0 + EXTRAPOLATED)
+        penalty = ((1.0 if is_aligned or near else unaligned_factor(self.config, self.policy))
+                   * (1.0 if near else 1.0 + self.policy.extrapolated))
         return self._scaled(self.fitted(s) * num / den, penalty * self.deeper(s))
 
     def deeper(self, s: Shape) -> float:
-        """1 + REACH per doubling of s's K steps beyond the most any measurement ran (``reach``), counted up
-        to STEADY steps (1 within them, and so for a kernel measured STEADY steps deep)."""
-        if not (REACH and self.reach):
+        """1 + ``policy.reach`` per doubling of s's K steps beyond the most any measurement ran (``reach``),
+        counted up to ``policy.steady`` steps (1 within them, and so for a kernel measured that deep)."""
+        grow = self.policy.reach
+        if not (grow and self.reach):
             return 1.0
         a, b, _, _ = counts(self.config, s, self.sm_count)
-        return 1.0 + REACH * max(0.0, math.log2(min(a / b, STEADY) / self.reach))
+        return 1.0 + grow * max(0.0, math.log2(min(a / b, self.policy.steady) / self.reach))
 
     def _scaled(self, ms: float, penalty: float) -> float:
         """``ms`` with the share above the launch base ``penalty`` and ``factor`` times longer: 4-byte
@@ -278,14 +245,14 @@ class Fitted:
 
     def _correction(self, s: Shape, is_aligned: bool) -> tuple[float | None, float, float]:
         """(an exact measurement's ms or None, weighted sum of the nearby ratios, sum of weights) over the
-        measurements of one alignment class, the PRIOR's weight included."""
-        num = den = PRIOR
+        measurements of one alignment class, the prior's weight included."""
+        num = den = self.policy.prior
         for p in self.points:
             if p.aligned != is_aligned:
                 continue
             d = log_distance(p.shape, s)
             if d == 0.0:
                 return p.ms, num, den
-            w = math.exp(-((d / WIDTH) ** 2))
+            w = math.exp(-((d / self.policy.width) ** 2))
             num, den = num + w * p.ratio, den + w
         return None, num, den

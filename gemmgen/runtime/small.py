@@ -4,16 +4,18 @@ short K. Hand-written kernels of templates/small.cu, any layout, no copies:
 - dots (2 <= M, N <= DOT_MAX): C is a handful of dot products of length K, the time is A's and B's bytes
   read. A GEMM tile pads C to 64 x 32 or more and splits K into a few dozen slices. gg_dots2/4/8 (M, N
   <= 2, 4, 8) give each block a slice of K, each thread 16 / D k in flight, and write the slices' sums to
-  a workspace that gg_dots_reduce adds in order (H200: 2x2x1000000 in 14.5 us, 11.5x cuBLAS, which pads
-  and splits as a GEMM tile does). K under DOT_MIN_K: the tuned kernels.
-- outer (K <= OUTER_K, or K <= 16 with OUTER_BIG outputs; M, N > 1 and not dots): C is a sum of a few
+  a workspace that gg_dots_reduce adds in order (H200: 2x2x1000000 376 -> 14.5 us, 0.45 ->
+  11.5x cuBLAS; 8x8x65536 TN 0.74 -> 2.57x; 6x5x3000 NT 1.03 -> 1.31x). Short K: the tuned kernels.
+- outer (K <= 8, or K <= 16 with 2^23 outputs; M, N > 1 and not dots): C is a sum of a few
   outer products, the time is C's bytes written (8192x8192x8: 256 MB). gg_outer4/8/16 (K <= 4, 8, 16)
   stage a block's rows of A and B's tile in shared memory, keep B's K x 4 values of a thread's four
-  columns in registers and walk up to ROWS rows of C, storing 16-byte pieces (H200: 8192x8192x8 NT in
-  69 us, 1.59x cuBLAS, at the rate of filling C's 256 MB).
+  columns in registers and walk up to ROWS rows of C, storing 16-byte pieces (H200:
+  8192x8192x8 NT 132 -> 69 us, 0.83 -> 1.59x cuBLAS, at the 256 MB fill's 68 us; 8x100000x8 0.72 ->
+  1.21x; 100000x8x8 TN 0.90 -> 1.31x).
 
 Plain fp32 products and sums (Inf and NaN as in SGEMM; beta == 0 never reads C). Requests of the fp32 class
-(no family, or simt: these are FP32-unit kernels) with float32 inputs take this route (:func:`serves`).
+(no family, or simt: these are FP32-unit kernels) with float32 inputs take this route (:func:`serves`; the
+thresholds are the planner's :class:`.policy.Policy` fields).
 """
 from __future__ import annotations
 
@@ -22,17 +24,14 @@ from typing import NamedTuple
 from ..measure import launch as _launch
 from ..measure.launch import ParamBuffer, param_struct
 from .handwritten import Behind, HandConfig, RouteKernel, function, source
+from .policy import DEFAULT, Policy
 
 FILE = "small.cu"
 SOURCE = source(FILE)
 _MAIN = param_struct("_Small", "M:i N:i K:i kc:i rows:i alpha:f A:p sam:q sak:q B:p sbk:q sbn:q beta:f C:p ldc:q W:p")
 _REDUCE = param_struct("_DotsReduce", "M:i N:i S:i alpha:f W:p beta:f C:p ldc:q")
-DOT_MAX = 8             # dots: M and N up to this (gg_dots8's 64 sums a thread)
-DOT_MIN_K = 32          # dots: K from this (below, the launch is all, and the tuned kernels' is 0.5-1 us
-                        # shorter than dots plus its reduce)
-OUTER_K = 8             # outer: K up to this, and up to 16 (small.cu's largest KB) where C has OUTER_BIG
-OUTER_BIG = 2**23       # outputs or more (at K = 9..16 the tuned kernels win where C is small; where C is large,
-                        # above all in layout T, writing C is the time and outer wins)
+DOT_MAX = 8             # dots: M and N up to this (gg_dots8's 64 sums a thread); which requests take dots,
+                        # and outer, is the planner's policy (Policy.dots_max, dots_min_k, outer_k, outer_big)
 SLICE_BYTES = 32768     # dots: A's and B's bytes a block reads, about (more: more slices, up to SLICES an SM)
 SLICES = 2              # dots: blocks an SM at most (two fit: <= 128 registers a thread)
 ROWS = 16               # outer: rows of C a thread walks (B's values kept in its registers), at most
@@ -40,17 +39,22 @@ WAVES = 2               # outer: blocks an SM wanted before a thread's rows halv
 LIMIT = 2**30           # the most M, N and K (32-bit sizes and tile indices in the kernels)
 
 
-def serves(M: int, N: int, K: int, precision: str, family: str | None, elem: int = 4) -> str | None:
+def serves(M: int, N: int, K: int, precision: str, family: str | None, elem: int = 4,
+           policy: Policy = DEFAULT) -> str | None:
     """The kind of kernel ("dots" or "outer") a request takes, or None: fp32 class, float32 inputs, no family
-    but simt asked for, M and N at least 2 (one row or column is :mod:`.gemv`'s), sizes under LIMIT."""
+    but simt asked for, M and N at least 2 (one row or column is :mod:`.gemv`'s), sizes under LIMIT; dots for
+    M, N up to ``policy.dots_max`` and K from ``policy.dots_min_k``, outer for K up to ``policy.outer_k`` (up
+    to 16 where C has ``policy.outer_big`` outputs). H200: 2x2x1000000 376 -> 14.5 us; below K = 32 the tuned
+    kernels ran 3x3x3 and 5x7x9 0.5-1 us quicker; K = 12..16 won at 128x65536x12 TT (1.00 -> 1.18x) and
+    4096x4096x12 TT, lost at 2048x2048x16 TN (1.28 -> 1.08x) and 1000x1000x16 NT (1.17 -> 0.82x)."""
     if (precision != "fp32" or family not in (None, "simt") or elem != 4 or min(M, N) < 2
             or max(M, N, K) >= LIMIT or K < 1):
         return None
-    if max(M, N) <= DOT_MAX:
-        return "dots" if K >= DOT_MIN_K else None
+    if max(M, N) <= policy.dots_max:
+        return "dots" if K >= policy.dots_min_k else None
     if M * N >= 2**40:   # C of 4 TB: past the one-dimensional grid's 2**31 blocks of gg_outer
         return None
-    return "outer" if K <= OUTER_K or (K <= 16 and M * N >= OUTER_BIG) else None
+    return "outer" if K <= policy.outer_k or (K <= 16 and M * N >= policy.outer_big) else None
 
 
 class Route(NamedTuple):
@@ -69,8 +73,9 @@ def _pow2(n: int) -> int:
     return 1 << (max(1, n) - 1).bit_length()
 
 
-def route(M: int, N: int, K: int, sm_count: int) -> Route:
-    """The kernel, grid and split of a request that :func:`serves` takes.
+def route(M: int, N: int, K: int, sm_count: int, kind: str | None = None) -> Route:
+    """The kernel, grid and split of a request that :func:`serves` takes (``kind``: what it said, under the
+    planner's policy; None: under the default one).
 
     >>> route(2, 2, 1000000, 132)
     Route(kernel='gg_dots2', grid=264, kc=3788, slices=264, rows=1)
@@ -79,16 +84,16 @@ def route(M: int, N: int, K: int, sm_count: int) -> Route:
     >>> route(100000, 8, 8, 132)      # 2 lanes a row, 128 rows at once
     Route(kernel='gg_outer8', grid=391, kc=2, slices=1, rows=2)
     """
-    kind = serves(M, N, K, "fp32", None)
-    if kind == "dots":
+    kind = kind or serves(M, N, K, "fp32", None)
+    if kind == "dots" and max(M, N) <= DOT_MAX:
         D = 2 if max(M, N) <= 2 else 4 if max(M, N) <= 4 else 8
         want = -(-K * (M + N) * 4 // SLICE_BYTES)
         kc = -(-K // max(1, min(want, SLICES * sm_count)))
         slices = -(-K // kc)
         return Route(f"gg_dots{D}", slices, kc, slices)
-    if kind != "outer":
-        raise ValueError(f"{M}x{N}x{K} is no product these kernels compute (M, N >= 2 and both <= {DOT_MAX} with "
-                         f"K >= {DOT_MIN_K}, or K <= {OUTER_K}, or K <= 16 with M * N >= {OUTER_BIG}; sizes under {LIMIT})")
+    if kind != "outer" or K > 16:
+        raise ValueError(f"{M}x{N}x{K} is no product these kernels compute (M, N >= 2 and both <= {DOT_MAX}, or "
+                         f"K <= 16; sizes under {LIMIT})")
     L = min(32, _pow2(-(-N // 4)))   # lanes a row, four columns each
     P = 256 // L                       # rows a block's threads cover at once
     rows = min(ROWS, 256 // P, -(-M // P))   # rows a thread walks (a block's rows P * rows <= 256: small.cu's As)
@@ -112,9 +117,9 @@ def strides(layout: str, lda: int, ldb: int) -> tuple[int, int, int, int]:
 class SmallKernel(RouteKernel):
     """One request's dots or outer kernel in the library's Kernel shape (:class:`.handwritten.RouteKernel`)."""
 
-    def __init__(self, M: int, N: int, K: int, layout: str, sm_count: int):
+    def __init__(self, M: int, N: int, K: int, layout: str, sm_count: int, kind: str | None = None):
         super().__init__(M, N, K, layout, sm_count)
-        self.route = route(M, N, K, sm_count)
+        self.route = route(M, N, K, sm_count, kind)
         name = self.route.kernel + (f"_k{self.route.slices}" if self.route.slices > 1 else "")
         self.config, self.source = HandConfig(name, layout, self.route.slices, family="small"), SOURCE
         self.workspace = self.route.slices * M * N if self.route.slices > 1 else 0
