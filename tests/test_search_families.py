@@ -133,22 +133,22 @@ def test_the_default_families_are_the_fp32_families_the_gpu_runs(device, familie
     assert default_families(device) == families
     assert family_names(None, device, None) == families
     assert family_names(["tf32x3"], T4_LIKE, None) == ["tf32x3"]   # a --family given is never changed
-    tf32x3_runs = any(not explain(p, device) for p in all_presets(device.arch) if p.family == "tf32x3")
+    tf32x3_runs = any(not explain(p, device) for p in all_presets() if p.family == "tf32x3")
     assert ("tf32x3" in families) == tf32x3_runs == (device.cc >= (8, 0))
 
 
 def test_the_default_families_follow_the_detected_gpu_in_every_mode(monkeypatch, capsys, tmp_path):
-    """A shape-set plan on a detected Turing GPU tunes simt only; on an H100, simt and tf32x3 (so does a
-    --timings-only --winners-from run: nothing switches the default)."""
+    """The plan on a detected Turing GPU tunes simt only; on an H100 simt and tf32x3, for a --shape search
+    and a shape-set one alike (a --timings-only --winners-from run too: test_search_grid)."""
     from gemmgen.base import devices
 
-    for device, want in ((T4_LIKE, ["simt"]), (known("h100"), ["simt", "tf32x3"])):
+    argv = ["search", "--budget", "90s", "--dry-run", "--json", "--results", str(tmp_path / "r")]
+    for device, want, modes in ((T4_LIKE, ["simt"], [["--shape", "512x512x512"]]),
+                                (known("h100"), ["simt", "tf32x3"], [[], ["--shape", "512x512x512"]])):
         monkeypatch.setattr(devices, "detect", lambda device_id=0, d=device: d)
-        argv = ["search", "--budget", "90s", "--dry-run", "--json", "--results", str(tmp_path / "r")]
-        assert main(argv) == 0, capsys.readouterr().err
-        assert json.loads(capsys.readouterr().out)["families"] == want
-        assert main([*argv, "--shape", "512x512x512"]) == 0, capsys.readouterr().err
-        assert json.loads(capsys.readouterr().out)["families"] == want
+        for mode in modes:
+            assert main([*argv, *mode]) == 0, capsys.readouterr().err
+            assert json.loads(capsys.readouterr().out)["families"] == want, mode
 
 
 def test_bad_family_is_a_one_line_error_before_any_gpu_work(capsys):

@@ -154,7 +154,7 @@ def default_families(device: DeviceSpec) -> list[str]:
     from ..kernel.families import PRECISION
     from ..kernel.presets import all_presets
 
-    runs = {p.family for p in all_presets(device.arch) if not explain(p, device)}
+    runs = {p.family for p in all_presets() if not explain(p, device)}   # every preset, judged by the rules alone
     return [f for f in families() if PRECISION.get(f) == "fp32" and f not in ON_REQUEST and f in runs]
 
 
