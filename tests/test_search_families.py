@@ -11,7 +11,10 @@ from optuna.trial import TrialState
 from gemmgen.records import store
 from gemmgen.cli import main
 from gemmgen.cli.search import parse_families
-from gemmgen.base.devices import known
+from gemmgen.base.devices import DeviceSpec, known
+from gemmgen.cli.search_grid import family_names
+from gemmgen.kernel.presets import all_presets
+from gemmgen.tune.space import default_families
 from gemmgen.base import Measurement, Shape
 from gemmgen.kernel.presets import preset
 from gemmgen.kernel.rules import explain
@@ -106,7 +109,7 @@ def test_a_family_never_resumes_another_familys_study(db):
 
 # ---- --family -----------------------------------------------------------------------------------
 def test_parse_families():
-    assert parse_families(None) == ["simt"] and parse_families("TF32x3") == ["tf32x3"]
+    assert parse_families(None) is None and parse_families("TF32x3") == ["tf32x3"]   # None: the GPU's default
     assert parse_families("all")[:3] == ["simt", "tf32", "tf32x3"]
     assert parse_families("tf32, simt") == ["tf32", "simt"]
     assert parse_families(None, space="my.json") == [None] and parse_families("tf32", "my.json") == ["tf32"]
@@ -116,6 +119,36 @@ def test_parse_families():
             parse_families(bad)
     with pytest.raises(ValueError, match="one --family with it"):
         parse_families("simt,tf32", "my.json")
+
+
+T4_LIKE = DeviceSpec("t4-like", "A Turing-like GPU", (7, 5), 40, 64 * 1024, 64 * 1024, max_threads_per_sm=1024,
+                     l2_bytes=4 * 2**20, clock_mhz=1590, mem_gbs=320)
+
+
+@pytest.mark.parametrize("device, families", [(known("h100"), ["simt", "tf32x3"]), (known("rtx3090"), ["simt", "tf32x3"]),
+                                              (T4_LIKE, ["simt"])], ids=["h100", "rtx3090", "t4-like"])
+def test_the_default_families_are_the_fp32_families_the_gpu_runs(device, families):
+    """No --family: simt, and 3xTF32 where the GPU has TF32 tensor cores (sm_80 and newer; a Turing GPU's
+    mma.sync has no TF32), never the TF32-accurate family nor skinny (matmul runs it only on request)."""
+    assert default_families(device) == families
+    assert family_names(None, device, None) == families
+    assert family_names(["tf32x3"], T4_LIKE, None) == ["tf32x3"]   # a --family given is never changed
+    tf32x3_runs = any(not explain(p, device) for p in all_presets() if p.family == "tf32x3")
+    assert ("tf32x3" in families) == tf32x3_runs == (device.cc >= (8, 0))
+
+
+def test_the_default_families_follow_the_detected_gpu_in_every_mode(monkeypatch, capsys, tmp_path):
+    """The plan on a detected Turing GPU tunes simt only; on an H100 simt and tf32x3, for a --shape search
+    and a shape-set one alike (a --timings-only --winners-from run too: test_search_grid)."""
+    from gemmgen.base import devices
+
+    argv = ["search", "--budget", "90s", "--dry-run", "--json", "--results", str(tmp_path / "r")]
+    for device, want, modes in ((T4_LIKE, ["simt"], [["--shape", "512x512x512"]]),
+                                (known("h100"), ["simt", "tf32x3"], [[], ["--shape", "512x512x512"]])):
+        monkeypatch.setattr(devices, "detect", lambda device_id=0, d=device: d)
+        for mode in modes:
+            assert main([*argv, *mode]) == 0, capsys.readouterr().err
+            assert json.loads(capsys.readouterr().out)["families"] == want, mode
 
 
 def test_bad_family_is_a_one_line_error_before_any_gpu_work(capsys):
@@ -152,14 +185,20 @@ def fake_cli(monkeypatch, tmp_path):
     monkeypatch.setattr(devices, "fingerprint", lambda device_id=0: dict(H100))
     monkeypatch.setattr(gpu_search, "GpuMeasure", lambda: fake_gpu)
     monkeypatch.setattr(gpu_search, "NvrtcPrepare", lambda arch: None)
-    monkeypatch.setattr(gpu_search, "GpuRetime", lambda device: None)   # finalists keep their search times
+    monkeypatch.setattr(gpu_search, "GpuRetime", fake_retime)
     monkeypatch.setattr(store, "shipped_dir", lambda: None)
     return tmp_path / "results"
 
 
+def fake_retime(device, rep_ms=None):
+    """GpuRetime: none for the finalists (they keep their search times); the timings stage's, faked."""
+    return None if rep_ms is None else (lambda configs, shape: [fake_measure(c, shape) for c in configs])
+
+
 def search(capsys, results, *args):
+    """A --shape search of the families' studies alone (the timings stage: test_search_shapes)."""
     code = main(["search", "--shape", "512x512x512", "--sampler", "random", "--results", str(results),
-                 "--json", *args])
+                 "--json", "--no-timings", *args])
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out), err
@@ -187,12 +226,12 @@ def test_search_all_families_stores_one_winner_per_precision(fake_cli, capsys):
 @pytest.mark.slow   # a whole search, a worker process or nvcc: seconds
 def test_a_slower_family_does_not_displace_the_fp32_winner(fake_cli, capsys):
     search(capsys, fake_cli, "--family", "tf32x3", "--trials", "4")
-    (simt,), _ = search(capsys, fake_cli, "--trials", "4")   # --family defaults to simt
+    (simt,), _ = search(capsys, fake_cli, "--family", "simt", "--trials", "4")
     assert simt["family"] == "simt" and simt["entry"]["family"] == "tf32x3"
     entries = store.load_file(fake_cli / "nvidia-h100-80gb-hbm3.json").entries
     assert entries["512x512x512/NN"].kernel_config.family == "tf32x3"
     code = main(["search", "--shape", "512x512x512", "--sampler", "random", "--results", str(fake_cli),
-                 "--trials", "5"])
+                 "--trials", "5", "--family", "simt", "--no-timings"])
     out = capsys.readouterr().out
     assert code == 0 and "not stored: 512x512x512/NN keeps the faster tf32x3 kernel gg_tf32x3_nn_" in out
 

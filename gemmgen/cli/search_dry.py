@@ -19,8 +19,7 @@ def plan_of(args: argparse.Namespace, job: Any, split: Any, foreign: Any) -> dic
     from ..tune.shapeset import regime_counts
     from ..tune.draws import invalid_draws
     from ..tune.space import load_space
-    from .search_timings import current, kernels, pairs_to_time
-    from ..tune.grid_timings import timing_batches
+    from .search_timings import current, timing_work
 
     states = job.states()
     tasks, tuned = job.tasks(), job.tuned()
@@ -29,11 +28,8 @@ def plan_of(args: argparse.Namespace, job: Any, split: Any, foreign: Any) -> dic
     spaces = {f: load_space(f, job.device.arch, job.space, device=job.device) for f in job.families}
     invalid = {f: round(invalid_draws(s, job.device, DRAWS).share, 3) for f, s in spaces.items()}
     have = current(args, {"name": job.device.name})
-    timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
-    configs = kernels(args, job, foreign)
-    batches = timing_batches(configs, shapes, job.device, skip=timed,
-                             only=pairs_to_time(args, have, foreign, configs, job))
-    pairs = 0 if args.no_timings else sum(len(b.configs) for b in batches)
+    work = timing_work(args, job, foreign, have)
+    pairs = 0 if args.no_timings else sum(len(b.configs) for b in work.batches)
     # the winners tuning adds are timed too: about one new kernel a tuned task, on each shape it runs
     pairs_after = pairs + (0 if args.no_timings or args.timings_only else len(pending) * len(shapes))
     return {
@@ -47,8 +43,9 @@ def plan_of(args: argparse.Namespace, job: Any, split: Any, foreign: Any) -> dic
         "trials_per_task": job.trials, "devices": split.devices,
         "budget": {**split.to_dict(), "time_estimate_s": split.time_estimate_s(pairs_after),
                    "pairs_within": split.pairs_within(pairs_after)},
-        "timings": {"kernels": len({c.name for c in configs}), "pairs_now": pairs, "pairs_after_tuning": pairs_after,
-                    "timed_before": len(timed), "skipped": bool(args.no_timings)},
+        "timings": {"kernels": work.kernel_count(), "pairs_now": pairs, "pairs_after_tuning": pairs_after,
+                    "first": sum(len(v) for v in work.first.values()),
+                    "timed_before": len(work.timed), "skipped": bool(args.no_timings)},
         "storage": hidden(job.storage),
     }
 
@@ -69,7 +66,8 @@ def print_plan(plan: dict, as_json: bool, stream: IO[str]) -> None:
         f"  tune: {plan['tasks_to_tune']} of {plan['tasks']} shape x family tasks ({plan['tasks_done']} finished "
         f"before; {plan['tasks_tuned']} in value order fit the budget), up to {plan['trials_per_task']} trials "
         f"each: ~{clock(b['tune_estimate_s'])}",
-        f"  time: {t['kernels']} kernels (winners and presets) x {plan['shapes']} shapes: {t['pairs_now']} pairs "
+        f"  time: {t['kernels']} kernels (winners, presets, built-ins) x {plan['shapes']} shapes, each shape's "
+        f"predicted-fastest built-ins and own winners first: {t['pairs_now']} pairs "
         f"now, ~{t['pairs_after_tuning']} after tuning, {b['pairs_within']} within the budget: "
         f"~{clock(b['time_estimate_s'])}" if not t["skipped"] else "  time: skipped (--no-timings)",
         f"  estimate: ~{clock(b['tune_estimate_s'] + (0 if t['skipped'] else b['time_estimate_s']))}; "

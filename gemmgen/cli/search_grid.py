@@ -2,13 +2,14 @@
 on every grid shape for dispatch, and store both in this GPU's results file.
 
 Stage 1 tunes each (family, shape) in its own study (``<gpu>-<family>-<shape>``, simt ``<gpu>-<shape>``),
-warm-started from its presets, the winners of its nearest finished shapes and split-K variants of
-them; ``--trials`` is the budget per shape (enqueued trials included), ``--patience`` stops a shape
+warm-started from the built-in kernels of its family predicted fastest on its shape, its presets, the
+winners of its nearest finished shapes and split-K variants of them; ``--trials`` is the budget per shape (enqueued trials included), ``--patience`` stops a shape
 whose sampled trials stopped gaining, ``--extend-below`` lets a shape still short of that ratio to
 cuBLAS go on to twice ``--trials``. Each winner is stored as the shape's entry, as a search does.
 Stage 2 (``--no-timings`` skips it, ``--timings-only`` runs it alone) times every distinct winner of
-each family, and the presets its space holds, on every grid shape where it runs (``--rep-ms``
-each), and stores the times beside the entries (``timings``) with the fastest kernel per shape as
+each family, the presets its space holds and, per shape, the built-in kernels predicted fastest there,
+on every grid shape where they run (``--rep-ms`` each; each shape's built-ins and own winners first,
+round-robin over the shapes), and stores the times beside the entries (``timings``) with the fastest kernel per shape as
 its entry. ``--timings-only --winners-from FILE`` times the kernels of another GPU's results file
 here instead: tune on one GPU of a kind, re-time its winners on another.
 
@@ -33,8 +34,7 @@ POOL = "process"    # several GPUs: one worker process each (tests use threads)
 def check(args: argparse.Namespace, families: list) -> bool:
     """Whether this is a shape-set search (no --shape/--shapes), after its options' rules (one-line errors,
     before the GPU)."""
-    set_only = ("grid", "patience", "extend_below", "rep_ms", "no_timings", "timings_only", "winners_from",
-                "top", "only_timed")
+    set_only = ("grid", "patience", "extend_below", "timings_only", "winners_from", "top", "only_timed")
     if args.shape or args.shapes:
         given = [f"--{n.replace('_', '-')}" for n in set_only if getattr(args, n) not in (None, False)]
         if given:
@@ -76,7 +76,7 @@ def _common(args: argparse.Namespace, families: list) -> None:
     for option, path in (("--space", args.space), ("--winners-from", args.winners_from)):
         if path is not None:
             checks.input_file(path, option)
-    for family in families:
+    for family in family_names(families, target, args.space):
         load_space(family, target.arch, args.space, device=target)
 
 
@@ -87,10 +87,7 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int], budget: 
     from ..records.store import load_file
     from ..tune.grid import load_grid, resolve_grid
     from ..tune.plan import match_gpu
-    from ..tune.space import load_space
-
     start = time.time()
-    families = [f or load_space(path=args.space).family for f in families]
     text = args.grid or "auto"
     if text != "auto":
         load_grid(text)   # a bad name fails before the GPU
@@ -100,6 +97,7 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int], budget: 
     else:
         spec = devs.detect(gpus[0])
         match_gpu(args.gpu, spec.name)
+    families = family_names(families, spec, args.space)
     grid = resolve_grid(text, spec)
     job, split = _job(args, grid, families, spec, len(gpus), start, budget)
     from .search_dry import plan_of, print_plan
@@ -124,6 +122,16 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int], budget: 
 TRIALS = 200   # most trials a shape and family: the budget usually ends a shape sooner
 
 
+def family_names(families: list | None, spec: Any, space: str | None) -> list[str]:
+    """The families a search runs on ``spec``: those given (None for --space alone: the file's own), or
+    without --family every fp32 family valid there (:func:`gemmgen.tune.space.default_families`)."""
+    from ..tune.space import default_families, load_space
+
+    if families is None:
+        return default_families(spec)
+    return [f or load_space(path=space).family for f in families]
+
+
 def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gpus: int, start: float,
          budget: float) -> tuple[Any, Any]:
     """The grid job and the budget's split (:func:`gemmgen.tune.budget.plan_budget`)."""
@@ -146,7 +154,10 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
                   space=args.space, study=args.study, options=options, timeout=args.timeout, devices=gpus)
     split = plan_budget(budget, tasks=len(job.tasks()), trials=job.trials, devices=gpus, tune=not args.timings_only)
     if not args.timings_only:   # the budget's trials and tasks; the tuning share ends at its deadline
+        from .search_builtin import warm_builtins
+
         job = dataclasses.replace(job, trials=split.trials, limit=split.tasks_tuned, deadline=start + split.tune_s)
+        job = dataclasses.replace(job, builtins=warm_builtins(spec, job.tuned()))
     return job, split
 
 

@@ -2,13 +2,17 @@
 the times (``Timings``) and each shape's fastest kernel (as its entry) in this GPU's results file.
 
 The kernels are every distinct winner of the grid's studies and the presets their families' spaces
-hold, or, with ``--winners-from FILE``, the kernels another GPU's results file times or stores. Each
-batch (one shape's kernels, see :mod:`gemmgen.tune.grid_timings`) is recorded as it comes back, so
-a stopped stage keeps what it timed, and a rerun skips the pairs the file already has.
+hold, and on each shape the built-in kernels the analytic model predicts fastest there
+(:mod:`.search_builtin`); or, with ``--winners-from FILE``, the kernels another GPU's results file
+times or stores. Each shape's built-ins and its own winners are timed first, round-robin over the
+shapes by value, then the rest: a budget that ends the stage early has timed the most valuable pairs.
+Each batch (one shape's kernels, see :mod:`gemmgen.tune.grid_timings`) is recorded as it comes back,
+so a stopped stage keeps what it timed, and a rerun skips the pairs the file already has.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any
@@ -33,9 +37,19 @@ def current(args: argparse.Namespace, fp: dict) -> Any:
     return load_file(path) if path.exists() else DeviceResults(dict(fp), {}, path)
 
 
-def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
-    """The configs to time: the studies' winners and their families' presets, or another GPU's kernels."""
+def tuned_winners(job: Any) -> dict[str, list]:
+    """Shape key -> the winners the job's studies recorded on that shape (one per family)."""
     from ..kernel.config import KernelConfig
+
+    out: dict[str, list] = {}
+    for task, state in job.winners().items():
+        out.setdefault(task.shape.key, []).append(KernelConfig.from_dict(state["config"]))
+    return out
+
+
+def kernels(args: argparse.Namespace, job: Any, foreign: Any, winners: dict[str, list] | None = None) -> list:
+    """The configs to time: the winners (``winners``, shape key -> configs; else the studies') and their
+    families' presets, or another GPU's kernels."""
     from ..tune.warm import space_presets
     from ..tune.space import load_space
 
@@ -43,11 +57,44 @@ def kernels(args: argparse.Namespace, job: Any, foreign: Any) -> list:
         configs = [k.config for k in foreign.timings.kernels.values()]
         configs += [e.kernel_config for e in foreign.entries.values()]
     else:
-        configs = [KernelConfig.from_dict(s["config"]) for s in job.winners().values()]
+        configs = [c for cs in (tuned_winners(job) if winners is None else winners).values() for c in cs]
         for family in job.families:
             space = load_space(family, job.device.arch, job.space, device=job.device)
             configs += space_presets(space, job.device.arch)
     return [c for c in configs if c.family in job.families]
+
+
+@dataclasses.dataclass(frozen=True)
+class Work:
+    """The timings stage's work: the kernels timed on every shape, each shape's pairs timed first (its
+    predicted-fastest built-ins and its own winners; none with ``--winners-from``), the pairs ``--top``
+    or ``--only-timed`` keep (None: all), the pairs timed before, and the batches in the order they run."""
+
+    configs: list
+    first: dict
+    only: dict | None
+    timed: set
+    batches: list
+
+    def kernel_count(self) -> int:
+        return len({c.name for c in self.configs} | {c.name for cs in self.first.values() for c in cs})
+
+
+def timing_work(args: argparse.Namespace, job: Any, foreign: Any, have: Any,
+                winners: dict[str, list] | None = None) -> Work:
+    """What the timings stage times on this GPU (``have``: its results as stored now), in value order."""
+    from ..tune.grid_timings import timing_batches
+    from .search_builtin import TIME_TOP, first_pairs, predicted_builtins
+
+    timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
+    configs = kernels(args, job, foreign, winners)
+    only = pairs_to_time(args, have, foreign, configs, job)
+    first = {}
+    if foreign is None:
+        own = tuned_winners(job) if winners is None else winners
+        first = first_pairs(predicted_builtins(job.device, job.shapes(), job.families, TIME_TOP), own)
+    batches = timing_batches(configs, job.shapes(), job.device, skip=timed, only=only, first=first)
+    return Work(configs, first, only, timed, batches)
 
 
 def predicted_top(results: Any, configs: list, shapes: list, device: Any, k: int) -> dict[str, set[str]]:
@@ -96,39 +143,40 @@ def pairs_to_time(args: argparse.Namespace, have: Any, foreign: Any, configs: li
     return predicted_top(foreign or have, configs, job.grid.shapes, job.device, args.top) if args.top else None
 
 
-def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict) -> None:
-    """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come."""
+def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict, winners: dict[str, list] | None = None) -> None:
+    """Time every (kernel, shape) pair not timed before, one batch per free GPU, recording as they come.
+    ``winners`` (shape key -> configs tuned there) stand for the studies' winners (a ``--shape`` search's)."""
     from ..tune import gpu
     from ..tune.ahead import AHEAD, CompileAhead, cores
-    from ..tune.grid_timings import TimeShape, timing_batches
+    from ..tune.grid_timings import TimeShape
     from ..tune.pool import run_on_devices
+    from .search_builtin import TIME_TOP
 
     if args.only_timed and Path(args.winners_from).resolve() == results_path(args, ctx["fp"]).resolve():
         raise ValueError(f"--only-timed re-times the pairs {args.winners_from} holds, and they count as timed "
                          "in the file the run writes: give --results a folder of its own")
     have = current(args, ctx["fp"])
-    timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
-    configs = kernels(args, job, foreign)
-    only = pairs_to_time(args, have, foreign, configs, job)
-    batches = timing_batches(configs, job.shapes(), job.device, skip=timed, only=only)
+    work = timing_work(args, job, foreign, have, winners)
+    batches, timed, only = work.batches, work.timed, work.only
     rep = args.rep_ms or REP_MS
-    source = f"the kernels of {args.winners_from}" if foreign is not None else "the winners and presets"
+    source = f"the kernels of {args.winners_from}" if foreign is not None else \
+        f"the winners and presets, and per shape the {TIME_TOP} built-ins predicted fastest, first with its own winners"
     source += f"; per shape the {args.top} predicted fastest" if args.top else ""
     if args.only_timed:
         held = sum((name, key) in timed for key, names in only.items() for name in names)
         source += f"; each on the shapes that file times it on, {held} of those pairs in the output file already"
-    out.say(f"grid {job.grid.name} timings: {len({c.name for c in configs})} kernels ({source}) on "
+    out.say(f"grid {job.grid.name} timings: {work.kernel_count()} kernels ({source}) on "
             f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")
     deadline = ctx.get("end")   # the budget's end: what is not timed by then, a rerun times
     prepare = gpu.NvrtcPrepare(job.device.arch)
-    work = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), prepare, job.options.get("jobs", 2), deadline)
+    timer = TimeShape(functools.partial(gpu.GpuRetime, rep_ms=rep), prepare, job.options.get("jobs", 2), deadline)
     state = {"entries": dict(have.entries), "measured": 0, "failed": 0,
              "progress": out.Progress(len(batches), end=deadline)}
     with CompileAhead(prepare, [c for b in batches for c in b.configs], threads=min(AHEAD, cores())):
-        run_on_devices(batches, work, ctx["devices"], mode=ctx["mode"],
+        run_on_devices(batches, timer, ctx["devices"], mode=ctx["mode"],
                        on_done=lambda done: _batch(args, done, state, ctx))
-    ctx["report"]["timings"] = {"kernels": len({c.name for c in configs}), "batches": len(batches),
+    ctx["report"]["timings"] = {"kernels": work.kernel_count(), "batches": len(batches),
                                 "measured": state["measured"], "failed": state["failed"],
                                 "skipped": len(timed), "file": str(results_path(args, ctx["fp"]))}
 

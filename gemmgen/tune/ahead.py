@@ -68,12 +68,14 @@ class CompileAhead:
 
 
 def warm_kernels(job: Any, tasks: Iterable[Any]) -> list[KernelConfig]:
-    """What the tasks will enqueue first whatever their neighbours win: the presets their spaces hold, in
-    each shape's layout, and their split-K variants for the shape (see :mod:`.warm`)."""
+    """What the tasks will enqueue first whatever their neighbours win: the built-ins predicted fastest on
+    them, the presets their spaces hold, in each shape's layout, and their split-K variants for the shape
+    (see :mod:`.warm`)."""
     out = []
     for task in tasks:
         space = job.plan_for(task).space
         shape: Shape = task.shape
+        out += [c for c in (transfer(b, shape, job.device) for b in job.builtins.get(task, ())) if c is not None]
         for p in space_presets(space, job.device.arch):
             moved = transfer(p, shape, job.device)
             if moved is not None:

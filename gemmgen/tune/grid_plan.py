@@ -70,6 +70,8 @@ class GridJob:
     timeout: float | None = None  # seconds a task may run at most (--timeout), besides its share of the budget
     devices: int = 1              # GPUs tuning at once: a task's share of the time left is per GPU
     clock: Callable[[], float] = time.time   # wall clock of the deadline (tests pass a fake one)
+    # task -> the built-in kernels of its family predicted fastest on its shape: its first warm starts
+    builtins: Mapping[Task, tuple[KernelConfig, ...]] = field(default_factory=dict)
 
     def shapes(self) -> list[Shape]:
         """The grid's shapes by value (.shapeset.order_by_value, or a derived grid's own order)."""

@@ -60,7 +60,7 @@ class TuneShape:
             return {"skipped": "the budget's tuning share had passed", "family": task.family, "shape": task.shape.key}
         plan = job.plan_for(task, timeout=timeout)
         study = setup_study(plan)
-        warm = enqueue_warm(study, plan, job.neighbours_of(task, states))
+        warm = enqueue_warm(study, plan, job.neighbours_of(task, states), job.builtins.get(task, ()))
         retime = self.retime_for(device) if self.retime_for else None
         result = run_search(plan, self.measure_for, prepare=self.prepare, retime=retime, devices=[device],
                             observer=_NewBest(task, self.keep) if self.keep else None)

@@ -140,6 +140,24 @@ def families() -> list[str]:
     return [f for f in FAMILIES if space_file(f).is_file()]
 
 
+ON_REQUEST = ("skinny",)   # fp32 families matmul runs only when a call names them: not tuned unless --family says
+
+
+def default_families(device: DeviceSpec) -> list[str]:
+    """The families a search tunes where ``--family`` is not given: each fp32-accurate family with a shipped
+    space (but :data:`ON_REQUEST`) of which some preset runs on ``device`` (:func:`gemmgen.kernel.rules.explain`).
+
+    >>> from gemmgen.base.devices import known
+    >>> default_families(known("h100")), default_families(known("rtx3090"))
+    (['simt', 'tf32x3'], ['simt', 'tf32x3'])
+    """
+    from ..kernel.families import PRECISION
+    from ..kernel.presets import all_presets
+
+    runs = {p.family for p in all_presets() if not explain(p, device)}   # every preset, judged by the rules alone
+    return [f for f in families() if PRECISION.get(f) == "fp32" and f not in ON_REQUEST and f in runs]
+
+
 def load_space(family: str | None = None, arch: str = "sm_90", path: str | Path | None = None,
                device: DeviceSpec | None = None) -> Space:
     """Load a family's space (the shipped file unless ``path`` is given) with ``arch``'s overrides.

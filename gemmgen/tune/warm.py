@@ -1,6 +1,9 @@
-"""Warm starts of a grid shape's study: its neighbours' winners and split-K variants, enqueued once.
+"""Warm starts of a grid shape's study: built-ins, presets, its neighbours' winners and split-K variants,
+enqueued once.
 
-Before the sampler runs, a shape's study measures the presets its family's space can draw (the
+Before the sampler runs, a shape's study measures the built-in kernels of its family that the analytic
+model predicts fastest on the shape (chosen by the caller, which knows the model: the runtime stage
+comes after this one), the presets its family's space can draw (the
 kernels worth dispatching: simt v10..v13, not the teaching steps v2..v9 that a plain search also
 measures), the winners of the nearest finished shapes of the same family, moved to this shape's
 layout where they stay valid, and for each of those a variant whose ``split_k`` brings tiles x
@@ -107,10 +110,11 @@ def space_presets(space: Space, arch: str) -> list[KernelConfig]:
     return [p for p in all_presets(arch) if space.params_of(p) is not None]
 
 
-def warm_configs(plan: SearchPlan, neighbours: Sequence[tuple[Shape, KernelConfig]]
-                 ) -> list[tuple[KernelConfig, dict]]:
-    """What a shape's study enqueues, in order, as (config, user attrs): the space's presets
-    (``preset``: its label), the neighbours' winners and the split-K variants (``warm``: why), each once.
+def warm_configs(plan: SearchPlan, neighbours: Sequence[tuple[Shape, KernelConfig]],
+                 builtins: Sequence[KernelConfig] = ()) -> list[tuple[KernelConfig, dict]]:
+    """What a shape's study enqueues, in order, as (config, user attrs): ``builtins`` (the built-in
+    kernels predicted fastest on the shape: ``warm``), the space's presets (``preset``: its label), the
+    neighbours' winners and the split-K variants (``warm``: why), each once where it runs the shape.
 
     ``neighbours`` are (shape, winner) of the nearest finished studies of the family, nearest first.
     """
@@ -123,6 +127,9 @@ def warm_configs(plan: SearchPlan, neighbours: Sequence[tuple[Shape, KernelConfi
             seen.add(config.name)
             out.append((config, attrs))
 
+    for config in builtins:
+        if config.family == plan.space.family:
+            add(transfer(config, shape, device), {"warm": "built-in predicted fastest"})
     for p in space_presets(plan.space, device.arch):
         add(transfer(p, shape, device), {"preset": p.label})
     for where, winner in neighbours:
@@ -134,17 +141,32 @@ def warm_configs(plan: SearchPlan, neighbours: Sequence[tuple[Shape, KernelConfi
     return out
 
 
-def enqueue_warm(study: optuna.Study, plan: SearchPlan,
-                 neighbours: Sequence[tuple[Shape, KernelConfig]]) -> list[str]:
+def enqueue_warm(study: optuna.Study, plan: SearchPlan, neighbours: Sequence[tuple[Shape, KernelConfig]],
+                 builtins: Sequence[KernelConfig] = ()) -> list[str]:
     """Enqueue :func:`warm_configs` once per study (user attr ``warm``: their names); a resumed study
-    gets nothing new. Configs the space can express are enqueued as its parameters (the sampler learns
-    from them), others as whole configs."""
-    if "warm" in study.user_attrs:
-        return list(study.user_attrs["warm"])
+    gets nothing new."""
+    return enqueue_once(study, plan, warm_configs(plan, neighbours, builtins), "warm")
+
+
+def enqueue_builtins(study: optuna.Study, plan: SearchPlan, builtins: Sequence[KernelConfig]) -> list[str]:
+    """Enqueue the built-ins predicted fastest on the plan's shape once (user attr ``builtins``), after the
+    presets a plain search enqueues (:func:`.driver.setup_study`): a ``--shape`` study's warm starts."""
+    mine = [c for c in builtins if c.family == plan.space.family]
+    moved = [(transfer(c, plan.shape, plan.device), {"warm": "built-in predicted fastest"}) for c in mine]
+    return enqueue_once(study, plan, [(c, a) for c, a in moved if c is not None], "builtins")
+
+
+def enqueue_once(study: optuna.Study, plan: SearchPlan, items: Sequence[tuple[KernelConfig, dict]],
+                 attr: str) -> list[str]:
+    """Enqueue (config, user attrs) unless the study's user attr ``attr`` says it did (then: those names).
+    Configs the space can express are enqueued as its parameters (the sampler learns from them), others
+    as whole configs."""
+    if attr in study.user_attrs:
+        return list(study.user_attrs[attr])
     names = []
-    for config, attrs in warm_configs(plan, neighbours):
+    for config, attrs in items:
         params = plan.space.params_of(config)
         study.enqueue_trial(params or {}, user_attrs=attrs if params else {**attrs, "config": config.to_dict()})
         names.append(config.name)
-    study.set_user_attr("warm", names)
+    study.set_user_attr(attr, names)
     return names
