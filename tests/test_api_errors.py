@@ -4,7 +4,6 @@ what would be valid, raised before anything is compiled, spawned or handed to th
 The command-line side of the same rule is tests/test_cli_errors.py."""
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 
 import pytest
@@ -67,19 +66,6 @@ def test_bad_call_raises_one_named_error(case):
     assert "\n" not in text and not isinstance(err.value, AttributeError), text
     for word in words:
         assert word in text, (word, text)
-
-
-@pytest.fixture
-def no_driver(monkeypatch):
-    """libcuda cannot be loaded, as on a machine without a GPU (every machine then answers the same)."""
-    real_cdll = ctypes.CDLL
-
-    def cdll(name, *args, **kwargs):
-        if "libcuda" in str(name):
-            raise OSError(f"{name}: cannot open shared object file")
-        return real_cdll(name, *args, **kwargs)
-
-    monkeypatch.setattr(ctypes, "CDLL", cdll)
 
 
 def test_bench_without_a_gpu_is_nogpu_before_a_worker_starts(no_driver):

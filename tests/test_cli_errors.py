@@ -154,7 +154,7 @@ def studies_db(tmp_path_factory):
 
 
 @pytest.fixture
-def sandbox(tmp_path, monkeypatch, studies_db):
+def sandbox(tmp_path, monkeypatch, studies_db, no_driver):
     """A temporary HOME, XDG folders and working directory, input files, and no CUDA driver."""
     home = tmp_path / "home"
     for var, sub in (("HOME", ""), ("XDG_DATA_HOME", "data"), ("XDG_CACHE_HOME", "cache"), ("XDG_CONFIG_HOME", "config")):
@@ -170,14 +170,6 @@ def sandbox(tmp_path, monkeypatch, studies_db):
         (tmp_path / name).write_text(text)
     (tmp_path / "simt.json").write_text((data_dir("search") / "simt.json").read_text())
     shutil.copy(studies_db, tmp_path / "studies.db")
-    real_cdll = ctypes.CDLL
-
-    def cdll(name, *args, **kwargs):
-        if "libcuda" in str(name):
-            raise OSError(f"{name}: cannot open shared object file")
-        return real_cdll(name, *args, **kwargs)
-
-    monkeypatch.setattr(ctypes, "CDLL", cdll)
     return tmp_path
 
 

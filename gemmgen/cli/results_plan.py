@@ -17,7 +17,8 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
          top: int = 8) -> dict[str, Any]:
     """The plan and the ``top`` candidates for ``shape`` ('MxNxK' or 'MxNxK/LAYOUT', packed operands)
     on ``gpu`` (a name, alias or results file stem); ValueError or ResultsError names a bad input."""
-    from ..base.devices import known
+    from ..base.devices import UnknownDevice, known
+    from ..records.entry import ResultsError
     from ..base.shape import Shape
     from ..records.lookup import load_device
     from ..runtime.library import results_policy
@@ -27,8 +28,15 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
 
     s = Shape.parse(shape)
     check_family(family, "fp32")
-    spec = known(gpu)                        # any GPU of the table: with no results, the built-in kernels' plan
-    found = load_device(gpu, results, missing_ok=True)
+    try:
+        found = load_device(gpu, results, missing_ok=False)
+        spec = known(found.name)
+    except ResultsError as err:              # a GPU of the table with no results: the built-in kernels' plan
+        try:
+            spec = known(gpu)
+        except UnknownDevice:
+            raise err from None              # it names the GPUs with results and those of the table
+        found = load_device(gpu, results, missing_ok=True)
     if found.entries and not found.timings.kernels:
         raise ValueError(f"the results of {found.name!r} hold no timings: the dispatch picks the nearest "
                          "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
