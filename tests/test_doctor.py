@@ -131,8 +131,12 @@ def test_gpus_are_named_with_their_arch_and_gemmgen_table_entry():
     (gpu,), seen = check_gpus(driver, None)
     assert gpu.status == OK and seen[0]["arch"] == "sm_90" and seen[0]["table"] == "h100"
     assert "compute capability 9.0 (sm_90), 132 SMs" in gpu.found and "gemmgen's table: h100" in gpu.found
-    (other,), _ = check_gpus(Driver(FakeDriver(13000, b"NVIDIA B200", (10, 0), 148)), None)
-    assert "not in gemmgen's table" in other.found and "sm_100 is not one of gemmgen's targets" in other.found
+    (blackwell,), _ = check_gpus(Driver(FakeDriver(13000, b"NVIDIA B200", (10, 0), 148)), None)
+    assert "gemmgen's table: b200" in blackwell.found and "targets" not in blackwell.found
+    (other,), _ = check_gpus(Driver(FakeDriver(13000, b"Example GPU 9000", (12, 0), 96)), None)
+    assert "not in gemmgen's table" in other.found and "targets" not in other.found   # sm_120 is a target
+    (volta,), _ = check_gpus(Driver(FakeDriver(13000, b"Tesla V100-SXM2-16GB", (7, 0), 80)), None)
+    assert "not in gemmgen's table" in volta.found and "sm_70 is not one of gemmgen's targets" in volta.found
 
 
 def test_a_driver_too_old_for_cupy_names_the_older_extra():
