@@ -143,3 +143,19 @@ def test_results_plan_of_a_gpu_with_no_results_shows_the_built_in_choice(capsys)
     text = json.dumps(rows)
     assert "gg_simt" in text or "gg_tf32x3" in text
     assert "_wg" not in text    # no wgmma before Hopper
+
+
+def test_a_built_in_kernel_timed_in_any_layout_is_not_modelled_beside_its_measurements():
+    spec = known("h100")
+    every = builtin.builtin_fits(spec, "fp32")
+    one = next(f.config for f in every if f.config.layout == "NN")
+    tn = one.replace(layout="TN").name
+    left = {f.config.name for f in builtin.builtin_fits(spec, "fp32", timed=[tn], margin=1.25)}
+    same_tile = [f for f in every if f.config.replace(layout="NN").name == one.name]   # the tile in any layout
+    assert one.name not in left and len(left) == len(every) - len(same_tile) and len(same_tile) >= 1
+
+
+def test_task_timeout_never_exceeds_the_tuning_time_left():
+    from gemmgen.tune.budget import task_timeout
+
+    assert task_timeout(600, 1, 4) == 600 and task_timeout(600, 10, 2) == 120 and task_timeout(-5, 3, 1) == 0

@@ -95,6 +95,7 @@ class DeviceSpec:
     clock_mhz: int = 0           # boost clock used for the peak rates
     mem_gbs: float = 0.0         # DRAM bandwidth, GB/s
     tf32_flop_per_clk_sm: int = 0   # this part's mma.sync TF32 rate where it differs from its architecture's; 0: the architecture's
+    wgmma_flop_per_clk_sm: int = 0  # ... and its wgmma rate (the H20's tensor cores run at a quarter of the H100's)
 
     @property
     def arch(self) -> str:
@@ -153,7 +154,8 @@ class DeviceSpec:
         >>> round(KNOWN["h100"].wgmma_tf32_tflops, 1), KNOWN["b200"].wgmma_tf32_tflops
         (535.3, 0.0)
         """
-        return self._tflops(WGMMA_TF32_FLOP_PER_CLK_SM.get(self.arch, 0))
+        return self._tflops(WGMMA_TF32_FLOP_PER_CLK_SM.get(self.arch, 0) and (self.wgmma_flop_per_clk_sm
+                                                                              or WGMMA_TF32_FLOP_PER_CLK_SM[self.arch]))
 
     def _tflops(self, flop_per_clk_sm: int) -> float:
         return self.sm_count * flop_per_clk_sm * self.clock_mhz * 1e6 / 1e12
@@ -190,7 +192,7 @@ KNOWN: dict[str, DeviceSpec] = {
         _gpu("h100", "NVIDIA H100 80GB HBM3", "sm_90", 132, 50, 1980, 3350),
         _gpu("h200", "NVIDIA H200", "sm_90", 132, 50, 1980, 4800),
         _gpu("gh200", "NVIDIA GH200 480GB", "sm_90", 132, 50, 1980, 4000),
-        _gpu("h20", "NVIDIA H20", "sm_90", 78, 60, 1980, 4000),
+        _gpu("h20", "NVIDIA H20", "sm_90", 78, 60, 1980, 4000, tf32_flop_per_clk_sm=256, wgmma_flop_per_clk_sm=512),
         _gpu("b200", "NVIDIA B200", "sm_100", 148, 126.5, 1965, 8000),
         _gpu("gb200", "NVIDIA GB200", "sm_100", 152, 129.25, 2062, 8000),
         _gpu("b300", "NVIDIA B300 SXM6 AC", "sm_103", 158, 129.25, 1965, 8000),

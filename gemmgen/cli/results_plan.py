@@ -40,7 +40,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     if found.entries and not found.timings.kernels:
         raise ValueError(f"the results of {found.name!r} hold no timings: the dispatch picks the nearest "
                          "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
-    planner = Planner(spec, found.entries, found.timings, results_policy(found).replace(untimed_builtins=True))   # as load()
+    planner = Planner(spec, found.entries, found.timings, results_policy(found))   # as load() plans
     v13 = resolve_preset("v13", spec, found.entries, timings=found.timings).name
     lda, ldb = s.lds
     req = Request(s.M, s.N, s.K, s.layout, lda, ldb, s.N, "fp32", family)

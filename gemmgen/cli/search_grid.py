@@ -153,6 +153,11 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
                   stretch_below=1.2 if args.extend_below is None else args.extend_below,
                   space=args.space, study=args.study, options=options, timeout=args.timeout, devices=gpus)
     split = plan_budget(budget, tasks=len(job.tasks()), trials=job.trials, devices=gpus, tune=not args.timings_only)
+    if not args.timings_only:   # a rerun: the budget goes to the tasks not finished at its trials
+        states = job.states()
+        still = sum(not dataclasses.replace(job, trials=split.trials).done(t, states) for t in job.tasks())
+        if 0 < still < len(job.tasks()):
+            split = plan_budget(budget, tasks=still, trials=job.trials, devices=gpus)
     if not args.timings_only:   # the budget's trials and tasks; the tuning share ends at its deadline
         from .search_builtin import warm_builtins
 
@@ -171,7 +176,7 @@ def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
     from ..tune.ahead import AHEAD, CompileAhead, cores, warm_kernels
     from ..tune.grid_run import TuneShape, run_grid
 
-    tasks = job.tuned()
+    tasks = job.tasks()
     pending = job.pending()
     most = job.trials * (2 if job.stretch_below else 1)
     out.say(f"grid {job.grid.name}: {len(job.grid.shapes)} shapes x {len(job.families)} families "

@@ -31,7 +31,7 @@ from ..base.paths import data_dir
 from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from ..records.timings import Timings
-from .analytic import Analytic, fit_coefficients
+from .analytic import Analytic, fit_coefficients, kind
 
 FILE = "builtin.json"
 # Portfolio groups: (name, families drawn from, kernels); each group is chosen on its own and the union
@@ -60,9 +60,20 @@ def builtin_fits(spec: DeviceSpec, precision: str, coefficients: Mapping | None 
         return []
     kernels, coef = _portfolio()
     coef = coefficients or coef
-    timed = set(timed)
+    timed = {name_in_nn(n) for n in timed}   # timed in any layout: its measurements serve the others
     return [Analytic.make(c, spec, coef, margin) for c in kernels
-            if c.precision == precision and c.name not in timed and fma_ok(c, spec) and not explain(c, spec)]
+            if c.precision == precision and c.replace(layout="NN").name not in timed and fma_ok(c, spec)
+            and not explain(c, spec)]
+
+
+def name_in_nn(name: str) -> str:
+    """A kernel name with its layout letters as NN (the same tile, any layout).
+
+    >>> name_in_nn("gg_tf32x3_tn_b128x32x32_w64x32_v4_k1_chk")
+    'gg_tf32x3_nn_b128x32x32_w64x32_v4_k1_chk'
+    """
+    family, _, rest = name.partition("_")[2].partition("_")
+    return f"gg_{family}_nn_{rest.partition('_')[2]}" if rest[:2] in ("nn", "nt", "tn", "tt") else name
 
 
 def fma_ok(c: KernelConfig, spec: DeviceSpec) -> bool:
@@ -111,6 +122,7 @@ def choose_portfolio(tables: Sequence[Mapping[str, Mapping[str, float]]], size: 
 def write(path: Path, kernels: Sequence[KernelConfig], coefficients: Mapping[str, Sequence[float]],
           derived_from: Sequence[str], groups: Mapping[str, int]) -> None:
     """Store a portfolio (atomically): its kernels, the model's coefficients, and where they came from."""
+    _portfolio.cache_clear()   # a later builtin_fits in this process reads what was written
     write_atomic(path, {
         "about": "gemmgen's built-in fp32 kernels and the analytic model's coefficients: what matmul runs on a "
                  "GPU with no stored timings. Made by `gemmgen results builtin`.",
@@ -149,4 +161,5 @@ def derive(tuned: Sequence[tuple[DeviceSpec, Timings]], groups=GROUPS) -> tuple[
         chosen += [n for n in picked if n not in chosen]
     spec, timings = tuned[0]
     coef = fit_coefficients(((k.config, k.resident, k.shapes()) for k in timings.of_precision("fp32")), spec)
-    return [configs[n] for n in chosen], coef, sizes
+    modelled = [configs[n] for n in chosen if kind(configs[n]) in coef]   # a kind the first GPU never ran has no model
+    return modelled, coef, sizes

@@ -125,7 +125,7 @@ def candidates(fits: Sequence[Fitted], layout: str, spec: DeviceSpec, family: st
         if moved.name in own or explain(moved, spec):
             continue
         out.append(f.serving(layout, factors.get((factor_kind(f.config), f.config.layout, layout), policy.transfer)))
-    return list({f.config.name: f for f in out}.values())   # one per kernel: the first wins
+    return list({f.config.name: f for f in out}.values())   # one per kernel: the last one offered stays
 
 
 def best(fits: Sequence[Fitted], M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,

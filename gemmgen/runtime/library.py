@@ -166,10 +166,10 @@ class KernelLibrary:
                 warnings.warn(f"gemmgen: no tuned {what}; using the {plan.detail} preset {plan.config.label} "
                               "(run `gemmgen search` to tune)", stacklevel=5)
                 self._warned.add(req.precision)
-        if isinstance(plan.fit, Analytic) and plan.fit.margin == 1.0 and req.precision not in self._warned:
+        if isinstance(plan.fit, Analytic) and plan.fit.margin == 1.0 and (req.precision, "builtin") not in self._warned:
             warnings.warn(f"gemmgen: no tuned results for {self.spec.name}; running built-in kernels chosen by the "
                           "analytic time model (`gemmgen search` tunes this GPU)", stacklevel=5)
-            self._warned.add(req.precision)
+            self._warned.add((req.precision, "builtin"))
         return self._load(plan.config, plan.entry.to_dict() if plan.entry is not None else None)
 
     def kernel(self, config: KernelConfig) -> Kernel:
@@ -203,14 +203,16 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
     if gpu != "auto" and resolve_alias(gpu) != spec.key:
         raise ValueError(f"gpu={gpu!r} does not match this device, {spec.name!r}; use gpu='auto'")
     found = load_device(fingerprint(dev), results)
-    return KernelLibrary(spec, found.entries, dev, strict, found.timings,
-                         results_policy(found).replace(untimed_builtins=True))   # built-ins its timings miss compete too
+    return KernelLibrary(spec, found.entries, dev, strict, found.timings, results_policy(found))
+
+
+PRODUCT = DEFAULT.replace(untimed_builtins=True)   # what matmul plans with: built-ins the timings miss compete too
 
 
 def results_policy(found) -> Policy:
     """The policy of a GPU's results: the defaults with the file's optional ``"policy"`` overrides (an
     unknown field or a bad value: ValueError in one line naming the file)."""
-    return Policy.overridden(found.policy, f"{found.path or found.name}")
+    return Policy.overridden(found.policy, f"{found.path or found.name}", base=PRODUCT)
 
 
 def library_for(device_id: int, strict: bool) -> KernelLibrary:

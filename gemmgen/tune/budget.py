@@ -114,7 +114,8 @@ def task_timeout(left_s: float, tasks_left: int, devices: int) -> float:
     """Seconds the next task may run: its share of the tuning time left, over the tasks left (itself
     included) and the GPUs working on them; a task that finishes early leaves its time to the others.
 
-    >>> task_timeout(600, 10, 2)
-    120.0
+    >>> task_timeout(600, 10, 2), task_timeout(600, 1, 4)   # never past the tuning time left
+    (120.0, 600.0)
     """
-    return max(0.0, left_s) * max(1, devices) / max(1, tasks_left)
+    left_s = max(0.0, float(left_s))
+    return min(left_s, left_s * max(1, devices) / max(1, tasks_left))

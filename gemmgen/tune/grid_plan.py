@@ -83,9 +83,11 @@ class GridJob:
         kernels computes the shape (skinny)."""
         return [Task(f, s) for s in self.shapes() for f in self.families if family_refuses(f, s.M, s.N) is None]
 
-    def tuned(self) -> list[Task]:
-        """The tasks this run may tune: the first ``limit`` in order (the rest are only timed)."""
-        return self.tasks()[:self.limit]
+    def tuned(self, states: Mapping[str, dict] | None = None) -> list[Task]:
+        """The tasks this run may tune: the first ``limit`` in order that have not finished this budget of
+        trials (the rest are only timed; a rerun goes on to the next ones)."""
+        states = self.states() if states is None else states
+        return [t for t in self.tasks() if not self.done(t, states)][:self.limit]
 
     def plan_for(self, task: Task, timeout: float | None = None) -> SearchPlan:
         """The task's search plan (study ``<gpu>-<family>-<shape>``, simt ``<gpu>-<shape>``); its presets
@@ -115,7 +117,7 @@ class GridJob:
     def pending(self, states: Mapping[str, dict] | None = None) -> list[Task]:
         """The tasks to tune that have not finished this budget of trials, in order."""
         states = self.states() if states is None else states
-        return [t for t in self.tuned() if not self.done(t, states)]
+        return self.tuned(states)
 
     def winners(self, states: Mapping[str, dict] | None = None) -> dict[Task, dict]:
         """The recorded winner (``grid`` attr) of every task that has one, in task order."""
