@@ -271,3 +271,11 @@ def test_results_list_and_show_fit_100_columns_and_show_small_numbers(capsys):
     assert float(tiny[3]) > 0 and tiny[-2] == "-"          # TFLOP/s not rounded to 0; not searched: '-'
     wide = run(capsys, "results", "show", "h100", "--wide")[1]
     assert "gg_simt_" in wide and ".json" in wide.splitlines()[3]
+
+
+def test_report_help_says_it_needs_the_plot_extra(capsys):
+    from gemmgen.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    assert 'gemmgen[plot]' in capsys.readouterr().out

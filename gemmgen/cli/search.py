@@ -161,4 +161,7 @@ def run_report(args: argparse.Namespace) -> int:
 COMMAND = Command("search", "tune kernels for this GPU with Optuna and store the winners", configure, run,
                   description="\n\n".join(__doc__.split("\n\n")[1:]), epilog=EPILOG)
 REPORT = Command("report", "plot a search's optimization history and parameter importances",
-                 configure_report, run_report, epilog="example:\n  gemmgen report --study h100-4096x4096x4096-NN --out report/")
+                 configure_report, run_report,
+                 description="Plots a study's optimization history and parameter importances as PNG files. It needs\n"
+                             "matplotlib, which the plot extra installs: pip install \"gemmgen[plot]\".",
+                 epilog="example:\n  gemmgen report --study h100-4096x4096x4096-NN --out report/")
