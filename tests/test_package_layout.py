@@ -1,4 +1,4 @@
-"""The package reads as its pipeline: one folder per stage, imports flowing one way, small modules.
+"""The package reads as its pipeline: one folder per stage, imports flowing one way, a module a concept.
 
 The import graph is built from the source with the standard library's ``ast`` (every ``import``,
 module-level or inside a function), so nothing is imported to check it. A stage may import itself
@@ -18,7 +18,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gemmgen"
 # request: the package's __init__ never imports it, so `import gemmgen` works without PyTorch.
 STAGES = ("base", "kernel", "codegen", "build", "measure", "tune", "records", "runtime", "torch", "gemmgen", "cli")
 OPTIONAL = {"torch": "torch"}   # stage -> the package its modules need (their doctests skip without it)
-MAX_LINES = 300
 
 
 def module_name(path: Path) -> str:
@@ -130,9 +129,11 @@ def test_no_stage_imports_a_later_stage():
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_module_is_small(module):
-    lines = len(MODULES[module].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{MODULES[module]} has {lines} lines; split it (at most {MAX_LINES})"
+def test_module_says_its_concept(module):
+    """A module is one concept, whatever its length: its docstring's first line names it (a module made
+    to stay under a line count has no concept of its own to name)."""
+    doc = ast.get_docstring(ast.parse(MODULES[module].read_text())) or ""
+    assert doc.strip().splitlines()[:1] and len(doc.split()) >= 4, f"{MODULES[module]}: no docstring saying what it is"
 
 
 def test_each_stage_says_what_it_offers():
