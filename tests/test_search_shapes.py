@@ -82,3 +82,22 @@ def test_shape_set_options_stay_refused_with_shape(capsys):
         assert main(["search", "--shape", "64x64x64", *args]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err
+
+
+def test_a_study_with_no_passing_candidate_does_not_end_the_run(fake_cli, capsys, monkeypatch):
+    """Every tf32x3 candidate crashes (a failure as data): that study names no winner, says so in a line,
+    and the simt studies and the timings stage still run."""
+    from gemmgen.base.outcome import RuntimeFailure
+    from gemmgen.tune import gpu
+
+    from test_search_grid import fake_measure
+
+    def crashing(config, shape):
+        if config.family == "tf32x3":
+            raise RuntimeFailure("an illegal memory access was encountered")
+        return fake_measure(config, shape)
+
+    monkeypatch.setattr(gpu, "GpuMeasure", lambda rep_ms=100.0: (lambda device: crashing))
+    winners, err = shape_search(capsys, fake_cli, "--family", "simt,tf32x3")
+    assert {w["family"] for w in winners} == {"simt"} and len(winners) == len(SHAPES)
+    assert err.count("no winner") == len(SHAPES)

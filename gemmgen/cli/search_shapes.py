@@ -50,6 +50,7 @@ def _tune(args: argparse.Namespace, families: list[str], shapes: list, spec, dev
     from ..kernel.accepts import family_refuses
     from ..tune.budget import task_timeout
     from ..tune.driver import run_search, setup_study
+    from ..tune.finalists import SearchError
     from ..tune.gpu import GpuMeasure, GpuRetime, NvrtcPrepare
     from ..tune.grid_plan import Task
     from ..tune.plan import make_plan
@@ -80,8 +81,12 @@ def _tune(args: argparse.Namespace, families: list[str], shapes: list, spec, dev
               f"{args.sampler}, {_clock(timeout)} at most (budget {_clock(budget)})", file=sys.stderr)
         t0 = time.monotonic()
         enqueue_builtins(setup_study(plan), plan, builtins.get(task, ()))
-        result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
-                            devices=devices, observer=_Bar(end))
+        try:
+            result = run_search(plan, GpuMeasure(), prepare=NvrtcPrepare(spec.arch), retime=GpuRetime(devices[0]),
+                                devices=devices, observer=_Bar(end))
+        except SearchError as err:   # no candidate passed (all failed, or the budget ended first): the next study goes on
+            print(f"\nsearch {plan.study}: no winner: {err}", file=sys.stderr)
+            continue
         print(file=sys.stderr)
         winners.append(_store(result, plan, fp, args.results, time.monotonic() - t0))
     return winners
