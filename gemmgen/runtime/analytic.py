@@ -34,7 +34,7 @@ from ..base.shape import Shape
 from ..kernel.config import KernelConfig
 from .counts import aligned_for, counts, rounds_steps
 from .nnls import nonnegative_least_squares
-from .policy import DEFAULT
+from .policy import DEFAULT, Policy
 from .predict import max_resident, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
@@ -107,12 +107,14 @@ class Analytic:
     base: float = BASE_MS
     points: tuple = ()
     margin: float = 1.0              # > 1 where it competes with timed kernels: a model is not a measurement
+    policy: Policy = DEFAULT         # the planner's: its unaligned-rows factors and blocks an SM
 
     @classmethod
     def make(cls, config: KernelConfig, spec: DeviceSpec, coefficients: Mapping[str, Sequence[float]],
-             margin: float = 1.0) -> "Analytic":
+             margin: float = 1.0, policy: Policy = DEFAULT) -> "Analytic":
         """``config``'s model on ``spec`` with its kind's coefficients."""
-        return cls(config, spec, tuple(coefficients[kind(config)]), max_resident(config, spec), margin=margin)
+        return cls(config, spec, tuple(coefficients[kind(config)]), max_resident(config, spec, policy=policy),
+                   margin=margin, policy=policy)
 
     @property
     def u(self) -> float:
@@ -141,7 +143,7 @@ class Analytic:
         """Predicted time (ms) on ``s``: :meth:`fitted`, the share above the launch base slowed by the
         unaligned-rows factor (:func:`.predict.unaligned_factor`) and by ``factor`` (another layout)."""
         ms = self.fitted(Shape(s.M, s.N, s.K))
-        slow = (1.0 if is_aligned else unaligned_factor(self.config)) * self.factor * self.margin
+        slow = (1.0 if is_aligned else unaligned_factor(self.config, self.policy)) * self.factor * self.margin
         return self.base + (ms - self.base) * slow
 
     def serving(self, layout: str, factor: float) -> "Analytic":

@@ -32,6 +32,7 @@ from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from ..records.timings import Timings
 from .analytic import Analytic, fit_coefficients, kind
+from .policy import DEFAULT, Policy
 
 FILE = "builtin.json"
 # Portfolio groups: (name, families drawn from, kernels); each group is chosen on its own and the union
@@ -52,7 +53,7 @@ def _portfolio() -> tuple[tuple[KernelConfig, ...], dict]:
 
 
 def builtin_fits(spec: DeviceSpec, precision: str, coefficients: Mapping | None = None,
-                 timed: Iterable[str] = (), margin: float = 1.0) -> list[Analytic]:
+                 timed: Iterable[str] = (), margin: float = 1.0, policy: Policy = DEFAULT) -> list[Analytic]:
     """The analytic models, on ``spec``, of the built-in kernels of a precision class that it can run
     (fp32 only: the other classes keep their one preset, :mod:`.precision`), less those named in ``timed``
     (kernels the GPU's results time), each predicted ``margin`` times slower than its model."""
@@ -61,7 +62,7 @@ def builtin_fits(spec: DeviceSpec, precision: str, coefficients: Mapping | None 
     kernels, coef = _portfolio()
     coef = coefficients or coef
     timed = {name_in_nn(n) for n in timed}   # timed in any layout: its measurements serve the others
-    return [Analytic.make(c, spec, coef, margin) for c in kernels
+    return [Analytic.make(c, spec, coef, margin, policy) for c in kernels
             if c.precision == precision and c.replace(layout="NN").name not in timed and fma_ok(c, spec)
             and not explain(c, spec)]
 

@@ -138,11 +138,12 @@ class Planner:
             return []
         timed = self.timings.of_precision(precision)
         if not timed:
-            return [] if self.classes.get(precision) or not self.builtin else builtin_fits(self.spec, precision)
+            return ([] if self.classes.get(precision) or not self.builtin
+                    else builtin_fits(self.spec, precision, policy=self.policy))
         fits = fit_all(timed, self.spec, policy=self.policy)
         if self.builtin and self.policy.untimed_builtins:
             fits += builtin_fits(self.spec, precision, timed=(k.config.name for k in timed),
-                                 margin=self.policy.builtin_margin)
+                                 margin=self.policy.builtin_margin, policy=self.policy)
         return fits
 
     def _in_fixed_order(self, req: Request, plan: Plan) -> Plan:
