@@ -25,6 +25,7 @@ INSTALL = "pip install 'gemmgen[cuda13]'"
 CASES = {   # argv ({t}: the temporary folder), words the error line must contain
     # emit / explain: config values
     "family=bogus": ("emit --preset v8 --set family=bogus", ["'bogus'", "naive, simt, tf32, tf32x3, wmma"]),
+    "empty -o": (["emit", "--preset", "v8", "-o", ""], ["-o ''", "file name"]),
     "vec=0": ("emit --preset v8 --set vec=0", ["vec = 0", "at least 1"]),
     "vec=0 tf32": ("emit --preset tf32 --set vec=0", ["vec = 0", "at least 1"]),
     "vec=0 wmma": ("emit --preset wmma --set vec=0", ["vec = 0", "at least 1"]),
@@ -190,7 +191,8 @@ def run(capsys, argv):
 def test_bad_invocation_is_one_line_naming_the_value(sandbox, capsys, case):
     argv, words = CASES[case]
     before = files(sandbox)
-    code, out, err = run(capsys, [a.replace("{t}", str(sandbox)) for a in argv.split(" ")])
+    words_of = argv if isinstance(argv, list) else argv.split(" ")   # a list where an argument is empty
+    code, out, err = run(capsys, [a.replace("{t}", str(sandbox)) for a in words_of])
     assert code not in (0, None), (code, out, err)
     assert out == "" and "Traceback" not in err
     assert len(err.splitlines()) == 1 and err.endswith("\n"), err

@@ -48,6 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is not None and not args.output.strip():
+        raise ValueError("-o '': give a file name to write (e.g. -o k.cu), or leave -o out for standard output")
     config, device = config_from_args(args)
     file = args.output or stdout_file(sys.stdout) or PLACEHOLDER
     code = emit(config, device, command=args.command_line, harness=args.harness, file=file)
