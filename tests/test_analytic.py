@@ -149,7 +149,7 @@ def test_a_built_in_kernel_timed_in_any_layout_is_not_modelled_beside_its_measur
     spec = known("h100")
     every = builtin.builtin_fits(spec, "fp32")
     one = next(f.config for f in every if f.config.layout == "NN")
-    tn = one.replace(layout="TN").name
+    tn = one.replace(layout="TN")
     left = {f.config.name for f in builtin.builtin_fits(spec, "fp32", timed=[tn], margin=1.25)}
     same_tile = [f for f in every if f.config.replace(layout="NN").name == one.name]   # the tile in any layout
     assert one.name not in left and len(left) == len(every) - len(same_tile) and len(same_tile) >= 1

@@ -38,8 +38,6 @@ from .policy import DEFAULT, Policy
 from .predict import max_resident, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
-REDUCE_SHARE = 0.8   # share of the datasheet bandwidth split-K's partial sums move at
-KINDS = ("simt", "skinny", "sync", "wgmma", "ws")
 
 
 def kind(c: KernelConfig) -> str:
@@ -76,21 +74,32 @@ def fma_rate(c: KernelConfig, spec: DeviceSpec) -> float:
     return tflops * 1e9 / 2 / spec.sm_count   # FLOP/s of the GPU -> FMAs a millisecond of one SM
 
 
-def features(c: KernelConfig, s: Shape, spec: DeviceSpec, resident: int) -> tuple[list[float], float, float]:
-    """(the five counted terms the coefficients multiply, the reduce's ms, the compulsory-DRAM floor's ms)
-    of ``c`` on ``s``; see the module docstring."""
-    waves_steps, waves, reduce_bytes, launches = counts(c, s, spec.sm_count)
-    bandwidth = max(spec.mem_gbs, 100.0) * 1e6                # bytes per ms
-    per_sm = bandwidth / spec.sm_count
+def bandwidth(spec: DeviceSpec) -> float:
+    """The datasheet DRAM bandwidth in bytes per ms (at least 100 GB/s: a table entry without one)."""
+    return max(spec.mem_gbs, 100.0) * 1e6
+
+
+def per_block(c: KernelConfig, spec: DeviceSpec) -> tuple[float, float, float]:
+    """(ms of one block-step's multiply-adds at the SM's peak, ms of its A and B tile bytes at the SM's share
+    of the bandwidth, ms of its C tile's bytes likewise): the units the coefficients multiply."""
+    per_sm = bandwidth(spec) / spec.sm_count
     passes = 3 if c.family == "tf32x3" else 1
-    rate = fma_rate(c, spec) or 1e-9
-    work = passes * c.BM * c.BN * c.BK / rate
-    loads = (c.BM + c.BN) * c.BK * c.elem_bytes / per_sm
-    tile = c.BM * c.BN * 4 / per_sm
+    work = passes * c.BM * c.BN * c.BK / (fma_rate(c, spec) or 1e-9)
+    return work, (c.BM + c.BN) * c.BK * c.elem_bytes / per_sm, c.BM * c.BN * 4 / per_sm
+
+
+def features(c: KernelConfig, s: Shape, spec: DeviceSpec, resident: int,
+             policy: Policy = DEFAULT) -> tuple[list[float], float, float]:
+    """(the five counted terms the coefficients multiply, the reduce's ms, the compulsory-DRAM floor's ms)
+    of ``c`` on ``s``; see the module docstring. The reduce moves at ``policy.reduce_bandwidth`` of the
+    datasheet's bandwidth, as the fitted models' does."""
+    waves_steps, waves, reduce_bytes, launches = counts(c, s, spec.sm_count)
+    work, loads, tile = per_block(c, spec)
     terms = [waves_steps * work, waves_steps * loads, rounds_steps(waves_steps, waves, resident) * 1e-3,
              waves * tile, waves * 1e-3]
-    fixed = reduce_bytes / (bandwidth * REDUCE_SHARE) + launches * DEFAULT.launch_ms
-    floor = c.elem_bytes * (s.M * s.K + s.K * s.N) / bandwidth + 4 * s.M * s.N / bandwidth
+    bw = bandwidth(spec)
+    fixed = reduce_bytes / (bw * policy.reduce_bandwidth) + launches * policy.launch_ms
+    floor = (c.elem_bytes * (s.M * s.K + s.K * s.N) + 4 * s.M * s.N) / bw
     return terms, fixed, floor
 
 
@@ -119,8 +128,8 @@ class Analytic:
     @property
     def u(self) -> float:
         """ms a block's K step costs its SM (the throughput terms), as :class:`.predict.Fitted` names it."""
-        terms, _, _ = features(self.config, Shape(self.config.BM, self.config.BN, self.config.BK), self.spec, 1)
-        return self.coef[0] * terms[0] + self.coef[1] * terms[1]
+        work, loads, _ = per_block(self.config, self.spec)
+        return self.coef[0] * work + self.coef[1] * loads
 
     @property
     def w(self) -> float:
@@ -130,12 +139,11 @@ class Analytic:
     @property
     def v(self) -> float:
         """ms a block costs beside its K steps (its C tile, its start)."""
-        terms, _, _ = features(self.config, Shape(self.config.BM, self.config.BN, self.config.BK), self.spec, 1)
-        return self.coef[3] * terms[3] + self.coef[4] * terms[4]
+        return self.coef[3] * per_block(self.config, self.spec)[2] + self.coef[4] * 1e-3
 
     def fitted(self, s: Shape) -> float:
         """The model's time (ms) on shape ``s``, rows aligned."""
-        terms, fixed, floor = features(self.config, s, self.spec, self.resident)
+        terms, fixed, floor = features(self.config, s, self.spec, self.resident, self.policy)
         work = sum(k * x for k, x in zip(self.coef, terms))
         return max(self.base + fixed + work, self.base + floor)
 

@@ -31,7 +31,7 @@ from ..base.paths import data_dir
 from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from ..records.timings import Timings
-from .analytic import Analytic, fit_coefficients, kind
+from .analytic import Analytic, fit_coefficients, fma_rate, kind
 from .policy import DEFAULT, Policy
 
 FILE = "builtin.json"
@@ -53,34 +53,19 @@ def _portfolio() -> tuple[tuple[KernelConfig, ...], dict]:
 
 
 def builtin_fits(spec: DeviceSpec, precision: str, coefficients: Mapping | None = None,
-                 timed: Iterable[str] = (), margin: float = 1.0, policy: Policy = DEFAULT) -> list[Analytic]:
+                 timed: Iterable[KernelConfig] = (), margin: float = 1.0, policy: Policy = DEFAULT) -> list[Analytic]:
     """The analytic models, on ``spec``, of the built-in kernels of a precision class that it can run
-    (fp32 only: the other classes keep their one preset, :mod:`.precision`), less those named in ``timed``
-    (kernels the GPU's results time), each predicted ``margin`` times slower than its model."""
+    (fp32 only: the other classes keep their one preset, :mod:`.precision`; no kernel for a unit the GPU
+    lacks, such as TF32 tensor cores), less the tiles of ``timed`` (kernels the GPU's results time, in
+    any layout: their measurements serve the others), each predicted ``margin`` times slower than its model."""
     if precision != "fp32":
         return []
     kernels, coef = _portfolio()
     coef = coefficients or coef
-    timed = {name_in_nn(n) for n in timed}   # timed in any layout: its measurements serve the others
+    tiles = {c.replace(layout="NN").name for c in timed}   # a config's name in NN: its tile in any layout
     return [Analytic.make(c, spec, coef, margin, policy) for c in kernels
-            if c.precision == precision and c.replace(layout="NN").name not in timed and fma_ok(c, spec)
+            if c.precision == precision and c.replace(layout="NN").name not in tiles and fma_rate(c, spec) > 0
             and not explain(c, spec)]
-
-
-def name_in_nn(name: str) -> str:
-    """A kernel name with its layout letters as NN (the same tile, any layout).
-
-    >>> name_in_nn("gg_tf32x3_tn_b128x32x32_w64x32_v4_k1_chk")
-    'gg_tf32x3_nn_b128x32x32_w64x32_v4_k1_chk'
-    """
-    family, _, rest = name.partition("_")[2].partition("_")
-    return f"gg_{family}_nn_{rest.partition('_')[2]}" if rest[:2] in ("nn", "nt", "tn", "tt") else name
-
-
-def fma_ok(c: KernelConfig, spec: DeviceSpec) -> bool:
-    """Whether ``spec`` has the unit ``c`` multiplies on (no TF32 tensor cores: no tf32/3xTF32 kernel)."""
-    from .analytic import fma_rate
-    return fma_rate(c, spec) > 0
 
 
 def choose_portfolio(tables: Sequence[Mapping[str, Mapping[str, float]]], size: int,
@@ -95,7 +80,8 @@ def choose_portfolio(tables: Sequence[Mapping[str, Mapping[str, float]]], size: 
     ['c', 'b']
     """
     names = sorted({n for t in tables for row in t.values() for n in row})
-    pool = [n for n in names if allowed is None or n in set(allowed)]
+    allowed = None if allowed is None else set(allowed)
+    pool = [n for n in names if allowed is None or n in allowed]
     index = {n: i for i, n in enumerate(names)}
     rows = [row for t in tables for row in t.values() if row]
     loss = np.full((len(names), len(rows)), np.inf)

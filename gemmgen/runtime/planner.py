@@ -142,7 +142,7 @@ class Planner:
                     else builtin_fits(self.spec, precision, policy=self.policy))
         fits = fit_all(timed, self.spec, policy=self.policy)
         if self.builtin and self.policy.untimed_builtins:
-            fits += builtin_fits(self.spec, precision, timed=(k.config.name for k in timed),
+            fits += builtin_fits(self.spec, precision, timed=(k.config for k in timed),
                                  margin=self.policy.builtin_margin, policy=self.policy)
         return fits
 
