@@ -24,12 +24,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import targets
+
 HERE = Path(__file__).resolve().parent
 TABLES = ("set", "layouts", "simt", "outsider", "random")
 SITUATIONS = {"a": "out of the box (no results, no tuning)", "b": "after a search", "c": "shipped results"}
 OF_C = {"a": 0.80, "b": 0.95}            # least share of (c)'s geomean, each table
 SIMT_FLOOR = {"a": 0.85, "b": 0.93}      # least geomean against cuBLAS with the SIMT family alone
 LOWEST_A = 0.8                           # no shape of (a) under this ratio
+KEPT = ("rows", "geomean", "lowest", "lowest_shape", "inaccurate")   # of a targets.summary line (its own targets aside)
 
 
 def environment(situation: str, results: Path | None) -> dict:
@@ -41,49 +44,25 @@ def environment(situation: str, results: Path | None) -> dict:
     return env
 
 
-def rows(folder: Path, table: str) -> list[dict]:
-    """A table's rows from targets.py's JSON in ``folder`` (the set's file holds the layouts' rows too)."""
-    source = {"layouts": "set"}.get(table, table)
-    path = folder / f"{source}.json"
-    if not path.is_file():
-        return []
-    data = json.loads(path.read_text())
-    got = data["rows"] if isinstance(data, dict) else data
-    if table in ("set", "simt"):
-        got = [r for r in got if r.get("layout", "NN") == "NN"]
-    elif table == "layouts":
-        got = [r for r in got if r.get("layout", "NN") != "NN"]
-    return got
-
-
-def ratio(row: dict) -> float:
-    return float(row["speedup"]) if "speedup" in row else float(row["ratio"])
-
-
-def stats(found: list[dict]) -> dict | None:
-    if not found:
-        return None
-    ratios = [ratio(r) for r in found]
-    import math
-    return {"rows": len(ratios), "geomean": math.exp(sum(math.log(x) for x in ratios) / len(ratios)),
-            "lowest": min(ratios)}
-
-
 def summary(out: Path) -> tuple[list[dict], bool]:
-    """Per table and situation: rows, geomean, lowest, and the verdict against the targets."""
+    """Per table and situation: rows, geomean and lowest as benchmarks.targets reads them (its layouts per
+    table, its accuracy gate), and the verdict against the drill's targets; an inaccurate row misses."""
+    got = {s: {line["table"]: line for line in targets.summary(out / s)[1] if line["rows"]}
+           for s in SITUATIONS if (out / s).is_dir()}
     table_rows, ok = [], True
     for table in TABLES:
-        got = {s: stats(rows(out / s, table)) for s in SITUATIONS}
-        c = got["c"]
+        cells = {s: {k: got[s][table][k] for k in KEPT} if table in got.get(s, {}) else None for s in SITUATIONS}
+        c = cells["c"]
         for s in ("a", "b"):
-            st = got[s]
+            st = cells[s]
             if st is None:
                 continue
             need = SIMT_FLOOR[s] if table == "simt" else (OF_C[s] * c["geomean"] if c else None)
-            met = None if need is None else st["geomean"] >= need and (s != "a" or table == "simt" or st["lowest"] >= LOWEST_A)
+            met = None if need is None else (st["geomean"] >= need and not st["inaccurate"]
+                                             and (s != "a" or table == "simt" or st["lowest"] >= LOWEST_A))
             ok = ok and met is not False
             st.update(need=need, met=met, of_c=(st["geomean"] / c["geomean"]) if c else None)
-        table_rows.append({"table": table, **{s: got[s] for s in SITUATIONS}})
+        table_rows.append({"table": table, **cells})
     return table_rows, ok
 
 

@@ -1,0 +1,38 @@
+"""benchmarks/drill.py's summary without a GPU: each situation's tables against the shipped results'."""
+from __future__ import annotations
+
+import json
+
+from benchmarks import drill
+
+
+def _table(folder, name, ratios, layout="NN", err=1e-7):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"shape": f"{64 * (i + 1)}x64x64", "layout": layout, "ratio": r, "err_gemmgen": err, "err_cublas": 1e-7}
+            for i, r in enumerate(ratios)]
+    (folder / f"{name}.json").write_text(json.dumps({"device": {"name": "test"}, "rows": rows, "complete": True}))
+
+
+def _line(rows, table):
+    return next(r for r in rows if r["table"] == table)
+
+
+def test_out_of_the_box_is_judged_against_the_shipped_results(tmp_path):
+    _table(tmp_path / "c", "outsider", [2.0, 2.0])
+    _table(tmp_path / "a", "outsider", [1.7, 1.7])             # 85% of (c), lowest 1.7: met
+    _table(tmp_path / "c", "random", [2.0, 2.0])
+    _table(tmp_path / "a", "random", [1.9, 0.79])              # one shape under 0.8x: missed
+    _table(tmp_path / "a", "simt", [0.9, 0.9])                 # SIMT alone: at least 0.85x
+    rows, ok = drill.summary(tmp_path)
+    assert _line(rows, "outsider")["a"]["met"] is True and round(_line(rows, "outsider")["a"]["of_c"], 2) == 0.85
+    assert _line(rows, "random")["a"]["met"] is False and not ok
+    assert _line(rows, "simt")["a"]["met"] is True and _line(rows, "set")["a"] is None
+
+
+def test_an_inaccurate_row_misses_and_a_search_needs_95_percent(tmp_path):
+    _table(tmp_path / "c", "outsider", [2.0])
+    _table(tmp_path / "b", "outsider", [1.85])                 # 92.5% of (c): under (b)'s 95%
+    _table(tmp_path / "c", "random", [2.0])
+    _table(tmp_path / "a", "random", [2.0], err=1.0)           # as fast, but wrong
+    rows, ok = drill.summary(tmp_path)
+    assert _line(rows, "outsider")["b"]["met"] is False and _line(rows, "random")["a"]["met"] is False and not ok
