@@ -115,7 +115,7 @@ def test_portfolio_greedy_prefers_broad_kernels():
 
 def test_untimed_built_in_kernels_compete_behind_a_margin_where_load_asks():
     """A GPU whose results time a few kernels: as load() builds its library, the built-in kernels it did
-    not time compete UNTIMED slower than their model; a library built without it keeps to the timed ones."""
+    not time compete builtin_margin slower than their model; a library built without it keeps to the timed ones."""
     from gemmgen.kernel.presets import preset
 
     spec = known("h100")
