@@ -106,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.run(cmd, env=environment(args.situation, args.results), cwd=HERE.parent).returncode
     if not args.out.is_dir():
         ap.error(f"{args.out}: no such folder")
-    table_rows, ok = summary(args.out)
+    try:
+        table_rows, ok = summary(args.out)
+    except ValueError as err:   # a file that is not a table's JSON: one line naming it
+        ap.error(str(err))
     if args.json:
         print(json.dumps({"tables": table_rows, "met": ok}, indent=1))
     else:

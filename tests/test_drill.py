@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import drill
 
 
@@ -36,3 +38,13 @@ def test_an_inaccurate_row_misses_and_a_search_needs_95_percent(tmp_path):
     _table(tmp_path / "a", "random", [2.0], err=1.0)           # as fast, but wrong
     rows, ok = drill.summary(tmp_path)
     assert _line(rows, "outsider")["b"]["met"] is False and _line(rows, "random")["a"]["met"] is False and not ok
+
+
+def test_a_file_that_is_no_table_is_one_line(tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "set.json").write_text("not json")
+    with pytest.raises(SystemExit) as exit_:
+        drill.main(["summary", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert "error: " in err.splitlines()[-1] and "set.json" in err.splitlines()[-1]
