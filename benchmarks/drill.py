@@ -4,6 +4,7 @@ shipped results, measured on one GPU by hiding the shipped results (``GEMMGEN_SH
     python -m benchmarks.drill run a --out runs/drill              # (a) no results, no tuning
     python -m benchmarks.drill run c --out runs/drill              # (c) the shipped results
     python -m benchmarks.drill run b --out runs/drill --results DIR   # (b) DIR: a search's results
+    python -m benchmarks.drill run a --out runs/drill --arch sm_80  # (a) planned as on an A100 (no wgmma, no TMA)
     python -m benchmarks.drill summary runs/drill [--json]         # each table of (a), (b) against (c)
 
 ``run`` runs benchmarks.targets' tables (``--only``; default set, layouts, simt, outsider, random)
@@ -12,7 +13,10 @@ empty results folder, (b) the shipped results hidden and ``--results DIR`` (what
 --budget 10m --results DIR` wrote), (c) as installed. ``summary`` prints, per table, each situation's
 geomean and lowest ratio against cuBLAS and the targets: (a) at least 80% of (c)'s geomean and no shape
 under 0.8x, (b) at least 95% of (c)'s; with the SIMT family alone (a) at least 0.85x and (b) 0.93x.
-It exits 1 where a measured target is missed, 0 otherwise.
+``--arch sm_80`` runs a situation with the planner kept to the kernels that architecture runs too
+(``GEMMGEN_POLICY=arch=sm_80``: an A100's families on this GPU) into OUT/<situation>-<arch>/; such a
+proxy's (b) must reach at least its (a) on each table. It exits 1 where a measured target is missed,
+0 otherwise.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import targets
+from gemmgen.base.gpus import ARCHS
 
 HERE = Path(__file__).resolve().parent
 TABLES = ("set", "layouts", "simt", "outsider", "random")
@@ -35,9 +40,11 @@ LOWEST_A = 0.8                           # no shape of (a) under this ratio
 KEPT = ("rows", "geomean", "lowest", "lowest_shape", "inaccurate")   # of a targets.summary line (its own targets aside)
 
 
-def environment(situation: str, results: Path | None) -> dict:
-    """The environment a situation's tables run in."""
+def environment(situation: str, results: Path | None, arch: str = "") -> dict:
+    """The environment a situation's tables run in (``arch``: planned as on that architecture)."""
     env = dict(os.environ)
+    if arch:
+        env["GEMMGEN_POLICY"] = f"arch={arch}"
     if situation in ("a", "b"):
         env["GEMMGEN_SHIPPED"] = "0"
         env["GEMMGEN_RESULTS"] = str(results if situation == "b" else Path(tempfile.mkdtemp(prefix="gemmgen-none-")))
@@ -62,15 +69,33 @@ def summary(out: Path) -> tuple[list[dict], bool]:
                                              and (s != "a" or table == "simt" or st["lowest"] >= LOWEST_A))
             ok = ok and met is not False
             st.update(need=need, met=met, of_c=(st["geomean"] / c["geomean"]) if c else None)
+        for proxy in proxies(out):   # a-sm_80, b-sm_80: (b) at least (a), as reported
+            got_p = targets.summary(out / proxy)[1]
+            line = next((line for line in got_p if line["table"] == table and line["rows"]), None)
+            st = {k: line[k] for k in KEPT} if line else None
+            if st is not None:
+                base = cells.get(f"a{proxy[1:]}") if proxy.startswith("b") else None
+                need = base["geomean"] if base else None
+                met = None if need is None else st["geomean"] >= need and not st["inaccurate"]
+                ok = ok and met is not False
+                st.update(need=need, met=met, of_c=(st["geomean"] / c["geomean"]) if c else None)
+            cells[proxy] = st
         table_rows.append({"table": table, **cells})
     return table_rows, ok
 
 
+def proxies(out: Path) -> list[str]:
+    """The proxy situations' folders under ``out`` (<situation>-<arch>), (a) before (b)."""
+    return sorted(p.name for p in out.glob("[ab]-sm_*") if p.is_dir())
+
+
 def print_summary(table_rows: list[dict]) -> None:
-    print(f"{'table':9} {'(c) shipped':>16} {'(a) out of box':>22} {'(b) searched':>22}")
+    extra = [k for k in (table_rows[0] if table_rows else {}) if "-" in k]
+    print(f"{'table':9} {'(c) shipped':>16} {'(a) out of box':>22} {'(b) searched':>22}"
+          + "".join(f" {'(' + k + ')':>22}" for k in extra))
     for t in table_rows:
         cells = []
-        for s in ("c", "a", "b"):
+        for s in ("c", "a", "b", *extra):
             st = t[s]
             if st is None:
                 cells.append("-")
@@ -81,7 +106,7 @@ def print_summary(table_rows: list[dict]) -> None:
             if s != "c" and st.get("met") is not None:
                 text += " ok" if st["met"] else " MISS"
             cells.append(text)
-        print(f"{t['table']:9} {cells[0]:>16} {cells[1]:>22} {cells[2]:>22}")
+        print(f"{t['table']:9} {cells[0]:>16} " + " ".join(f"{c:>22}" for c in cells[1:]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--results", type=Path, metavar="DIR", help="(b): the folder a search wrote")
     run.add_argument("--only", nargs="+", default=list(TABLES), choices=list(TABLES) + ["launch"], metavar="TABLE")
     run.add_argument("--seed", type=int, action="append", default=[], help="random shapes' seeds")
+    run.add_argument("--arch", choices=list(ARCHS), metavar="sm_XX",
+                     help="plan only kernels that architecture runs too (sm_80: an A100 proxy)")
     show = sub.add_parser("summary", help="the situations' tables against the targets")
     show.add_argument("out", type=Path, metavar="DIR")
     show.add_argument("--json", action="store_true")
@@ -101,9 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "run":
         if args.situation == "b" and (args.results is None or not args.results.is_dir()):
             ap.error(f"--results {args.results}: situation b needs the folder a search wrote")
-        cmd = [sys.executable, "-m", "benchmarks.targets", "run", "--out", str(args.out / args.situation),
+        folder = args.situation + (f"-{args.arch}" if args.arch else "")
+        cmd = [sys.executable, "-m", "benchmarks.targets", "run", "--out", str(args.out / folder),
                "--only", *args.only] + [x for s in args.seed for x in ("--seed", str(s))]
-        return subprocess.run(cmd, env=environment(args.situation, args.results), cwd=HERE.parent).returncode
+        env = environment(args.situation, args.results, args.arch or "")
+        return subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
     if not args.out.is_dir():
         ap.error(f"{args.out}: no such folder")
     try:

@@ -48,3 +48,16 @@ def test_a_file_that_is_no_table_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and "Traceback" not in err
     assert "error: " in err.splitlines()[-1] and "set.json" in err.splitlines()[-1]
+
+
+def test_an_arch_proxy_is_reported_and_its_search_must_not_lose_to_its_out_of_the_box(tmp_path, capsys):
+    _table(tmp_path / "c", "set", [2.0, 2.0])
+    _table(tmp_path / "a-sm_80", "set", [1.5, 1.5])
+    _table(tmp_path / "b-sm_80", "set", [1.4, 1.4])            # under its own (a): missed
+    rows, ok = drill.summary(tmp_path)
+    line = _line(rows, "set")
+    assert line["a-sm_80"]["met"] is None and round(line["a-sm_80"]["of_c"], 2) == 0.75
+    assert line["b-sm_80"]["met"] is False and line["b-sm_80"]["need"] == 1.5 and not ok
+    drill.print_summary(rows)
+    assert "(a-sm_80)" in capsys.readouterr().out
+    assert drill.environment("a", None, "sm_80")["GEMMGEN_POLICY"] == "arch=sm_80"

@@ -13,6 +13,7 @@ True
 """
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from . import gemv, small
 from .analytic import Analytic
 from .planner import Plan, Planner, Request
 from .precision import PRECISIONS
-from .policy import DEFAULT, Policy
+from .policy import DEFAULT, Policy, from_text
 
 _LIBRARIES: dict[tuple, "KernelLibrary"] = {}
 _LOCK = threading.Lock()
@@ -209,10 +210,13 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
 PRODUCT = DEFAULT.replace(untimed_builtins=True)   # what matmul plans with: built-ins the timings miss compete too
 
 
-def results_policy(found) -> Policy:
-    """The policy of a GPU's results: the defaults with the file's optional ``"policy"`` overrides (an
-    unknown field or a bad value: ValueError in one line naming the file)."""
-    return Policy.overridden(found.policy, f"{found.path or found.name}", base=PRODUCT)
+def results_policy(found, env: Mapping[str, str] = os.environ) -> Policy:
+    """The policy of a GPU's results: the defaults with the file's optional ``"policy"`` overrides, then
+    those of ``$GEMMGEN_POLICY`` (``name=value,...``: e.g. ``arch=sm_80`` plans as an A100 would; an
+    unknown field or a bad value: ValueError in one line naming the file or the variable)."""
+    policy = Policy.overridden(found.policy, f"{found.path or found.name}", base=PRODUCT)
+    text = env.get("GEMMGEN_POLICY", "")
+    return Policy.overridden(from_text(text), "GEMMGEN_POLICY", base=policy) if text.strip() else policy
 
 
 def library_for(device_id: int, strict: bool) -> KernelLibrary:

@@ -52,7 +52,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from ..base.devices import DeviceSpec
+from ..base.devices import DeviceSpec, for_arch
 from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from ..records.entry import Entry
@@ -83,7 +83,20 @@ class Planner:
         self.classes = by_precision(entries)
         self.timings = timings or Timings.empty()
         self.bandwidth = copy_bandwidth(spec, policy)   # bytes per ms a copy kernel moves
+        self.also = for_arch(policy.arch) if policy.arch else None   # policy.arch's device: kernels must run there too
         self._fits: dict[tuple, list] = {}
+        self._runs: dict[str, bool] = {}
+
+    def runs(self, config: KernelConfig) -> bool:
+        """Whether the planner may plan ``config``: always, unless ``policy.arch`` names an architecture it
+        must run on too (its representative GPU's rules: an sm_80 proxy has no wgmma, no TMA, 164 KiB of
+        shared memory)."""
+        if self.also is None:
+            return True
+        ok = self._runs.get(config.name)
+        if ok is None:
+            ok = self._runs[config.name] = not explain(config, self.also)
+        return ok
 
     def plan(self, req: Request, sources: Sequence[str] | None = None) -> Plan | None:
         """The cheapest plan that passes the guards, from the first source that offers one (ValueError for
@@ -122,12 +135,13 @@ class Planner:
         """The timed kernels (time models) that compete for requests of a class, layout and family."""
         key = (precision, layout, family)
         if self._timed is not None:
-            return list(self._timed(precision, layout, family))
+            return [f for f in self._timed(precision, layout, family) if self.runs(f.config)]
         if key not in self._fits:
             fits = self._fits.get(precision)
             if fits is None:
                 fits = self._fits[precision] = self._models(precision)
-            self._fits[key] = candidates(fits, layout, self.spec, family, layout_factors(fits), self.policy)
+            found = candidates(fits, layout, self.spec, family, layout_factors(fits), self.policy)
+            self._fits[key] = [f for f in found if self.runs(f.config)]
         return self._fits[key]
 
     def _models(self, precision: str) -> list:

@@ -21,6 +21,8 @@ import difflib
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from ..base.gpus import ARCHS
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -83,6 +85,10 @@ class Policy:
     builtin_margin: float = 1.25    # ... that much slower than their analytic model says: its median error is
                                     # 11-14%, a fitted kernel's near its measurements a few percent
 
+    # ---- the kernels planned ----------------------------------------------------------------------------
+    arch: str = ""                  # plan only kernels valid on this architecture too (sm_75 ... sm_121), say sm_80 on an
+                                    # H100 for an A100's families (no wgmma, no TMA, its shared memory); "": this GPU's own
+
     # ---- first-call tuning (runtime.autotune) ---------------------------------------------------------
     tune_margin: float = 0.02       # a timed candidate replaces the plan only this much faster (a median of 5 runs
                                     # moves ~1% by noise)
@@ -94,6 +100,8 @@ class Policy:
             raise ValueError(f"policy dots_max={self.dots_max}: 1 (no dots) to 8 (gg_dots8, the largest)")
         if not 0 <= self.outer_k <= 16:
             raise ValueError(f"policy outer_k={self.outer_k}: 0 (none) to 16 (gg_outer16, the deepest)")
+        if self.arch and self.arch not in ARCHS:
+            raise ValueError(f"policy arch={self.arch!r}: one of {', '.join(ARCHS)}, or '' (this GPU's own)")
 
     def replace(self, **changes: Any) -> "Policy":
         """This policy with ``changes`` (field names; :func:`dataclasses.replace`)."""
@@ -113,6 +121,29 @@ class Policy:
         return dataclasses.replace(base, **{name: field_value(name, v, where) for name, v in overrides.items()})
 
 
+def from_text(text: str, where: str = "GEMMGEN_POLICY") -> dict[str, Any]:
+    """Policy overrides written ``name=value,name=value`` (an environment variable's or a command line's):
+    numbers as numbers, ``true``/``false`` as 0/1, anything else a string; ValueError in one line for an
+    item without ``=``. :meth:`Policy.overridden` then checks names and kinds.
+
+    >>> from_text("arch=sm_80, margin=0.1,latency_simt=false")
+    {'arch': 'sm_80', 'margin': 0.1, 'latency_simt': 0}
+    """
+    out: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, eq, raw = item.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"{where}: {item!r} is not name=value (e.g. arch=sm_80,margin=0.1)")
+        raw = raw.strip()
+        low = raw.lower()
+        try:
+            value: Any = float(raw) if any(ch in low for ch in ".e") else int(raw)
+        except ValueError:
+            value = {"true": 1, "false": 0}.get(low, raw)
+        out[name.strip()] = value
+    return out
+
+
 FIELDS = {f.name: f for f in fields(Policy)}
 DEFAULT = Policy()
 
@@ -129,6 +160,10 @@ def field_value(name: str, value: Any, where: str = "policy") -> Any:
         hint = f"close: {', '.join(close)}" if close else f"fields: {', '.join(FIELDS)}"
         raise ValueError(f"{where}: policy field {name!r} is unknown ({hint})")
     kind = type(getattr(DEFAULT, name))
+    if kind is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: policy field {name}={value!r} is not a string")
+        return value
     if isinstance(value, bool) and kind is not bool or not isinstance(value, (int, float)):
         raise ValueError(f"{where}: policy field {name}={value!r} is not a number ({kind.__name__} wanted)")
     if kind is bool:

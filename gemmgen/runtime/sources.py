@@ -97,21 +97,24 @@ def layout_changes(planner: "planner.Planner", req: Request, own: Plan) -> list[
 
 def stored_plans(planner: "planner.Planner", req: Request) -> list[Plan]:
     """The entry of the nearest tuned shape whose kernel accepts the request (:func:`.dispatch.dispatch`)."""
-    stored = {k: e for k, e in planner.classes.get(req.precision, {}).items() if serves(req.family, e.kernel_config.family)}
+    stored = {k: e for k, e in planner.classes.get(req.precision, {}).items()
+              if serves(req.family, e.kernel_config.family) and planner.runs(e.kernel_config)}
     entry = dispatch(stored, req.M, req.N, req.K, req.layout, req.lda, req.ldb, req.ldc, req.rows_aligned)
     return [] if entry is None else [Plan("stored", req.layout, entry.kernel_config, entry=entry)]
 
 
 def preset_plans(planner: "planner.Planner", req: Request) -> list[Plan]:
     """The class's (or family's) preset as every entry point resolves it (v13: this GPU's stored winner)
-    where that is valid here and accepts the request, else the built-in one, which accepts any shape."""
-    spec = planner.spec
+    where that is valid here and accepts the request, else the built-in one, which accepts any shape (with
+    ``policy.arch``, that architecture's, which runs here too)."""
+    spec = planner.also or planner.spec
     if req.family is not None:
         return [Plan("preset", req.layout, family_fallback(req.family, req.precision, spec, req.layout), detail="built-in")]
     builtin = fallback_config(req.precision, spec, req.layout)
     resolved = fallback_config(req.precision, spec, req.layout, planner.stored)
     ask = (req.M, req.N, req.K, req.lda, req.ldb, req.ldc, req.rows_aligned)
-    if resolved != builtin and resolved.accepts(*ask) is None and not explain(resolved, spec):
+    if (resolved != builtin and resolved.accepts(*ask) is None and not explain(resolved, planner.spec)
+            and planner.runs(resolved)):
         return [Plan("preset", req.layout, resolved, detail="stored")]
     return [Plan("preset", req.layout, builtin, detail="built-in")]
 
