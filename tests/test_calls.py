@@ -15,8 +15,7 @@ def _prepared(out_span=(0, 4 * 64 * 32)):
     def prepared(M, N, K, lda, ldb, ldc):
         return lambda *args: launched.append(((M, N, K, lda, ldb, ldc), args))
 
-    kernel = types.SimpleNamespace(config=types.SimpleNamespace(layout="NN"),
-                                   loaded=types.SimpleNamespace(prepared=prepared, workspace_floats=lambda M, N: 0))
+    kernel = types.SimpleNamespace(layout="NN", prepared=prepared, workspace_floats=lambda M, N: 0)   # a library.Served
     matrix = lambda shape, strides: types.SimpleNamespace(shape=shape, strides=strides, itemsize=4)
     spans = (span_offsets(matrix((64, 16), (64, 4))), span_offsets(matrix((16, 32), (4, 64))))   # A rows, B columns
     call = calls.Prepared(kernel, 64, 32, 16, "NT", 16, 16, 32, False, False, (64, 16), (32, 16), spans, out_span)
