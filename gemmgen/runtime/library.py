@@ -227,7 +227,9 @@ class KernelLibrary:
     def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
         if config.name not in self._kernels:
             binary = compile_source(render(config, self.spec), self.spec.arch)   # validated here, once
-            self._kernels[config.name] = Kernel(config, LoadedKernel(config, binary), measured)
+            loaded = LoadedKernel(config, binary, after_copies=self.policy.early_after_copies,
+                                  after_scale=self.policy.early_after_scale)
+            self._kernels[config.name] = Kernel(config, loaded, measured)
         return self._kernels[config.name]
 
 

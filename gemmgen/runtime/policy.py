@@ -100,6 +100,12 @@ class Policy:
     outer_rows: int = 16            # outer: rows of C a thread walks at most (B's values kept in its registers)
     outer_waves: int = 2            # outer: blocks an SM wanted before a thread's rows halve
 
+    # ---- launches of the loaded GEMM kernels (measure.launch.LoadedKernel, given them by the library) -------
+    early_after_copies: bool = True  # a kernel that waits in the kernel for the grid ahead (wgmma, sm_90) is placed
+                                     # while matmul's copies finish, as their programmatic dependent
+    early_after_scale: bool = True   # ... and while an atomic split's scale kernel finishes (neither triggers early:
+                                     # the scale kernel triggering at its start lost up to 24% on the H100)
+
     # ---- built-in kernels (runtime.builtin, runtime.analytic) -------------------------------------------
     untimed_builtins: bool = False  # built-in kernels a GPU's timings miss compete beside the timed ones (load()
                                     # turns it on; a library built from a test's or tool's timings keeps to them)
