@@ -63,6 +63,11 @@ class Served(Protocol):
         """Launch on ``stream`` (see :meth:`LoadedKernel.launch`)."""
 
 
+def _config_field(field: str) -> property:
+    """A :class:`Served` answer of a GEMM kernel that is its KernelConfig's field of the same name."""
+    return property(lambda kernel: getattr(kernel.config, field), doc=f"The KernelConfig's {field}.")
+
+
 @dataclass
 class Kernel:
     """One loaded GEMM kernel (:class:`Served`): call it with Operands; ``measured`` is what the search
@@ -72,21 +77,7 @@ class Kernel:
     loaded: LoadedKernel
     measured: Optional[dict] = None
 
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-    @property
-    def family(self) -> str:
-        return self.config.family
-
-    @property
-    def precision(self) -> str:
-        return self.config.precision
-
-    @property
-    def layout(self) -> str:
-        return self.config.layout
+    name, family, precision, layout = (_config_field(f) for f in ("name", "family", "precision", "layout"))
 
     @property
     def aligned_pointers(self) -> bool:
