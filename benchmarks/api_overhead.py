@@ -68,9 +68,9 @@ def main() -> int:
     ops = Operands(n, n, n, A.data.ptr, n, B.data.ptr, n, C.data.ptr, n)
     api_ms, raw_ms = device_ms(lambda: gemmgen.matmul(A, B, out=C)), device_ms(lambda: kernel(ops))
     print(f"4096^3: gemmgen.matmul {2 * n**3 / api_ms / 1e9:.2f} TFLOP/s, kernel alone {2 * n**3 / raw_ms / 1e9:.2f} "
-          f"TFLOP/s ({100 * (raw_ms / api_ms):.1f}%), kernel {kernel.config.name}")
+          f"TFLOP/s ({100 * (raw_ms / api_ms):.1f}%), kernel {kernel.name}")
     json.dump({"cupy_us": cupy_us, "gemmgen_us": gg_us, "api_ms": api_ms, "kernel_ms": raw_ms,
-               "kernel": kernel.config.name}, sys.stdout if len(sys.argv) < 2 or sys.argv[1].startswith("-") else open(sys.argv[1], "w"))
+               "kernel": kernel.name}, sys.stdout if len(sys.argv) < 2 or sys.argv[1].startswith("-") else open(sys.argv[1], "w"))
     return 0
 
 

@@ -110,9 +110,9 @@ def packed_lds(M: int, N: int, K: int, layout: str) -> tuple[int, int]:
 
 
 def plan_name(plan) -> str:
-    """'kernel name' or 'kernel name copies AB' of a plan (kernel or time model, copy A, copy B)."""
+    """'kernel name' or 'kernel name copies AB' of a plan (kernel, copy A, copy B: what KernelLibrary.plan_for gives)."""
     kernel, copy_a, copy_b = plan
-    return kernel.config.name + (f" copies {'A' * copy_a}{'B' * copy_b}" if copy_a or copy_b else "")
+    return kernel.name + (f" copies {'A' * copy_a}{'B' * copy_b}" if copy_a or copy_b else "")
 
 
 def leading_dims(A, B, layout: str) -> tuple[int, int]:
@@ -150,7 +150,7 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
     lib = gemmgen.load()
     kernel, copy_a, copy_b = lib.plan_for(M, N, K, layout, *leading_dims(A, B, layout), N, family=family)
-    name, family_ran = kernel.config.name, kernel.config.family
+    name, family_ran = kernel.name, kernel.family
     tuned = tuned_pick(lib, M, N, K, layout, *leading_dims(A, B, layout), family)
     if tuned is not None:   # --tune: the first call timed a few kernels and kept this one
         name, copy_a, copy_b = tuned["kernel"], tuned.get("copy_a", False), tuned.get("copy_b", False)

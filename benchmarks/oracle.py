@@ -82,7 +82,7 @@ def main(argv=None) -> int:
                 print(f"{s.key}: {exc}"[:200], file=sys.stderr)
         cublas = min(v[1] for v in got.values())   # the chunks' cuBLAS medians: the least is the fair one
         best = min(got, key=lambda n: got[n][0])
-        picked = kernel.config.name
+        picked = kernel.name
         row = {"shape": f"{s.M}x{s.N}x{s.K}", "layout": s.layout, "cublas_ms": cublas,
                "picked": picked, "copies": "A" * copy_a + "B" * copy_b,
                "picked_ratio": cublas / got[picked][0] if picked in got else None,

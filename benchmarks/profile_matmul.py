@@ -29,7 +29,7 @@ def main(argv=None) -> int:
             gemmgen.matmul(A, B, out=c_gg)
             run_cb()
         kernel, copy_a, copy_b = gemmgen.load().plan_for(M, N, K, layout, *leading_dims(A, B, layout), N)
-        print(f"{text}: {kernel.config.name} copies {'A' * copy_a + 'B' * copy_b or '-'}", flush=True)
+        print(f"{text}: {kernel.name} copies {'A' * copy_a + 'B' * copy_b or '-'}", flush=True)
         cupy.cuda.Device().synchronize()
         cupy.cuda.runtime.profilerStart()
         gemmgen.matmul(A, B, out=c_gg)

@@ -15,8 +15,7 @@ def _prepared(out_span=(0, 4 * 64 * 32)):
     def prepared(M, N, K, lda, ldb, ldc):
         return lambda *args: launched.append(((M, N, K, lda, ldb, ldc), args))
 
-    kernel = types.SimpleNamespace(config=types.SimpleNamespace(layout="NN"),
-                                   loaded=types.SimpleNamespace(prepared=prepared, workspace_floats=lambda M, N: 0))
+    kernel = types.SimpleNamespace(layout="NN", prepared=prepared, workspace_floats=lambda M, N: 0)   # a library.Served
     matrix = lambda shape, strides: types.SimpleNamespace(shape=shape, strides=strides, itemsize=4)
     spans = (span_offsets(matrix((64, 16), (64, 4))), span_offsets(matrix((16, 32), (4, 64))))   # A rows, B columns
     call = calls.Prepared(kernel, 64, 32, 16, "NT", 16, 16, 32, False, False, (64, 16), (32, 16), spans, out_span)
@@ -66,7 +65,7 @@ def test_a_refused_programmatic_launch_falls_back_to_a_plain_one(monkeypatch):
 
     cfg = preset("v6").replace(split_k=3, reduce="workspace")
     kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=0, _reduce=33, dependent=False, waits=False,
-                                   fused=False, device=0, sm_count=132)
+                                   fused=False, device=0, sm_count=132, after_copies=True, after_scale=True)
     plain = []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     ln = launch_module.Launch(kernel, 300, 200, 100, 100, 200, 200)
@@ -97,13 +96,15 @@ def test_a_handwritten_reduce_goes_behind_until_the_driver_refuses(monkeypatch):
     assert [f for f, _ in taken] == [44, 44, 44] and plain == [(44, (3, 1, 1))] * 3
 
 
-def _waiting_launch(monkeypatch, cfg):
-    """A Launch of a kernel that waits for the grid ahead of it (a wgmma kernel on sm_90): plain launches
-    and programmatic ones recorded by function."""
+def _waiting_launch(monkeypatch, cfg, after_copies=True, after_scale=True):
+    """A Launch of a kernel that waits for the grid ahead of it (a wgmma kernel on sm_90), started early
+    behind copies and a scale kernel as ``after_copies`` and ``after_scale`` say: plain launches and
+    programmatic ones recorded by function."""
     from gemmgen.measure import launch as launch_module
 
     kernel = types.SimpleNamespace(config=cfg, _main=11, _scale=22 if cfg.split_atomic else 0, _reduce=0,
-                                   dependent=False, waits=True, fused=cfg.split_flags, device=0, sm_count=132)
+                                   dependent=False, waits=True, fused=cfg.split_flags, device=0, sm_count=132,
+                                   after_copies=after_copies, after_scale=after_scale)
     plain, early = [], []
     monkeypatch.setattr(launch_module, "launch_kernel", lambda fn, *args: plain.append(fn))
     monkeypatch.setattr(launch_module, "Dependent", lambda grid, block, smem: lambda fn, stream, argv: early.append(fn) or True)
@@ -115,22 +116,21 @@ def test_a_waiting_kernel_starts_early_only_behind_copies_or_its_scale(monkeypat
     inputs (matmul's copies: behind=True; an atomic split's scale kernel), and plainly otherwise: the
     kernel ahead of an unsplit call without copies is someone else's, which it must not overtake."""
     from gemmgen.kernel.presets import preset
-    from gemmgen.measure import launch as launch_module
 
     ln, plain, early = _waiting_launch(monkeypatch, preset("tf32x3-wgmma"))
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
     assert plain == [11] and early == [11]
-    monkeypatch.setattr(launch_module, "AFTER_COPIES", False)
+    ln, plain, early = _waiting_launch(monkeypatch, preset("tf32x3-wgmma"), after_copies=False)
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7, 0, True)
-    assert plain == [11, 11] and early == [11]
+    assert plain == [11] and early == []              # not behind copies where the kernel is told so
 
     ln, plain, early = _waiting_launch(monkeypatch, preset("tf32x3-wgmma").replace(split_k=4))
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
     assert plain == [22] and early == [11]            # the scale plainly, the main kernel behind it
-    monkeypatch.setattr(launch_module, "AFTER_SCALE", False)
+    ln, plain, early = _waiting_launch(monkeypatch, preset("tf32x3-wgmma").replace(split_k=4), after_scale=False)
     ln(0x1000, 0x2000, 0x3000, 1.0, 0.0, 7)
-    assert plain == [22, 22, 11] and early == [11]
+    assert plain == [22, 11] and early == []
 
 
 def test_a_refused_early_main_kernel_is_launched_plainly_from_then_on(monkeypatch):

@@ -9,7 +9,10 @@ import pytest
 from gemmgen import build
 from gemmgen.base.devices import known
 from gemmgen.runtime import gemv
-from gemmgen.runtime.library import KernelLibrary
+from gemmgen.runtime.library import KernelLibrary, Served
+from gemmgen.runtime.policy import DEFAULT
+
+P = DEFAULT   # the thresholds the routes take by default
 
 LAYOUTS = ["NN", "NT", "TN", "TT"]
 
@@ -58,30 +61,30 @@ def test_k_is_split_into_slices_of_whole_16_byte_groups_only_where_blocks_or_loa
     r = gemv.route(R, 1, K, layout, K if layout[0] == "N" else R, 1, 1, sms)
     assert r.kind == ("rows" if layout[0] == "N" else "cols")
     assert r.kchunk % 4 == 0 and (r.slices - 1) * r.kchunk < K <= r.slices * r.kchunk
-    assert 1 <= r.slices <= gemv.MAX_SLICES
+    assert 1 <= r.slices <= P.gemv_max_slices
     groups = 256 // r.width if r.kind == "cols" else 1
-    if r.slices > 1:   # a slice walks at least MIN_SLICE k, and every k-group of a block has some
-        assert r.kchunk >= max(gemv.MIN_SLICE, groups)
+    if r.slices > 1:   # a slice walks at least gemv_min_slice k, and every k-group of a block has some
+        assert r.kchunk >= max(P.gemv_min_slice, groups)
     rounds = -(-K // (r.width * 4 * r.depth if r.kind == "rows" else 8 * groups))   # rounds of loads of a thread, unsplit
-    if r.grid[0] >= gemv.WAVES * sms and rounds <= (gemv.ROW_ROUNDS if r.kind == "rows" else gemv.ROUNDS):
+    if r.grid[0] >= P.gemv_waves * sms and rounds <= (P.gemv_row_rounds if r.kind == "rows" else P.gemv_col_rounds):
         assert r.slices == 1
     if r.kind == "rows":
         assert 4 <= r.width <= 256 and (r.width >= 32 or r.width * 32 > K)   # lanes a row fit its K
         if r.width > 32:   # few rows: a row across warps, four 16-byte groups a lane or more, not a K split
-            assert K >= 16 * r.width and -(-R * r.width // 512) < gemv.WIDE * sms and r.depth == 8
+            assert K >= 16 * r.width and -(-R * r.width // 512) < P.gemv_wide * sms and r.depth == 8
             assert r.slices == 1   # in place of a split only (64x1x2048: split, not across warps)
             assert r.kernel == "gg_gemv_rows_wide"
         else:   # eight loads in flight a lane where blocks are few, four where they fill the SMs
-            assert r.depth == (8 if r.grid[0] < gemv.ROW_DEEP * sms else 4)
+            assert r.depth == (8 if r.grid[0] < P.gemv_row_deep * sms else 4)
             assert r.kernel == ("gg_gemv_rows8" if r.depth == 8 else "gg_gemv_rows_odd" if K % 4 else "gg_gemv_rows")
-        if rounds <= gemv.ROW_FEW and 4 * r.grid[0] >= sms:   # a few rounds: never split (the reduce costs more)
+        if rounds <= P.gemv_row_few and 4 * r.grid[0] >= sms:   # a few rounds: never split (the reduce costs more)
             assert r.slices == 1
     else:
         assert r.depth == 4 and r.kernel == "gg_gemv_cols"
-        assert r.width == min(gemv.COL_WIDTH, gemv._pow2(-(-R // 4)))
+        assert r.width == min(P.gemv_col_width, gemv._pow2(-(-R // 4)))
     kernel = gemv.GemvKernel(R, 1, K, layout, r.ldx, 1, 1, sms)
-    assert kernel.loaded.workspace_floats(R, 1) == (r.slices * R if r.slices > 1 else 0)
-    assert kernel.config.name == r.kernel + (f"_k{r.slices}" if r.slices > 1 else "")
+    assert kernel.workspace_floats(R, 1) == (r.slices * R if r.slices > 1 else 0)
+    assert kernel.name == r.kernel + (f"_k{r.slices}" if r.slices > 1 else "")
 
 
 @pytest.mark.parametrize("M,N,K,precision,family,elem,takes", [
@@ -98,17 +101,18 @@ def test_which_requests_take_the_route(M, N, K, precision, family, elem, takes):
 
 def test_the_kernel_reads_like_the_librarys_and_launches_with_the_strides_it_is_given():
     kernel = KernelLibrary(known("h200"), {}).kernel_for(1, 4096, 4096, "NN")
-    assert callable(kernel) and "gg_gemv_rows" in kernel.source and kernel.measured is None
-    c = kernel.config
-    assert (c.label or c.name) == "gg_gemv_cols_k32" and (c.precision, c.dtype, c.split_k) == ("fp32", "f32", 32)
+    assert callable(kernel) and "gg_gemv_rows" in kernel.source and isinstance(kernel, Served)
+    assert (kernel.name, kernel.family, kernel.precision, kernel.layout, kernel.slices) == ("gg_gemv_cols_k32", "gemv", "fp32", "NN", 32)
+    assert not kernel.aligned_pointers   # its loads check the pointers' 16-byte phase
+    assert not hasattr(kernel, "config") and not hasattr(kernel, "loaded")   # no KernelConfig posed as
     with pytest.raises(ValueError, match="serves 1x4096x4096, not 1x4096x4095"):
-        kernel.loaded.prepared(1, 4096, 4095, 4095, 4096, 4096)
+        kernel.prepared(1, 4096, 4095, 4095, 4096, 4096)
     made = []
     real = gemv.GemvLaunch
     try:   # no GPU: the launch object records the route it is built for
         gemv.GemvLaunch = lambda r, K: made.append(r) or r
-        padded = kernel.loaded.prepared(1, 4096, 4096, 4100, 4104, 4200)
-        again = kernel.loaded.prepared(1, 4096, 4096, 4100, 4104, 4200)
+        padded = kernel.prepared(1, 4096, 4096, 4100, 4104, 4200)
+        again = kernel.prepared(1, 4096, 4096, 4100, 4104, 4200)
     finally:
         gemv.GemvLaunch = real
     assert padded is again and len(made) == 1   # one launch per thread and leading dimensions
@@ -122,7 +126,27 @@ def test_the_library_hands_it_out_for_one_row_or_column_and_plans_no_copies():
     odd = lib.kernel_for(4097, 1, 333, "TT", 4099, 339, 5)
     assert odd.route.ldx == 4099 and odd.route.incv == 1 and odd.route.incy == 5 and odd.route.kind == "cols"
     assert lib.plan_for(4097, 1, 333, "TN", 4097, 1, 1, rows_aligned=False) == (lib.kernel_for(4097, 1, 333, "TN", 4097, 1, 1), False, False)
-    assert lib.kernel_for(1, 4096, 4096, "NN", family="simt").config.family == "gemv"
+    assert lib.kernel_for(1, 4096, 4096, "NN", family="simt").family == "gemv"
+
+
+@pytest.mark.parametrize("change,name", [
+    ({}, "gg_gemv_cols_k32"), ({"gemv_max_slices": 8}, "gg_gemv_cols_k8"), ({"gemv_col_rounds": 16}, "gg_gemv_cols_k17"),
+    ({"gemv_col_rounds": 16, "gemv_waves": 1}, "gg_gemv_cols_k9"), ({"gemv_col_width": 32}, "gg_gemv_cols_k16")])
+def test_the_policys_gemv_thresholds_shape_the_kernel_the_library_hands_out(change, name):
+    """1x4096x4096 on an H200 (132 SMs): 16 blocks of 64 threads across, whose 4096 k in rounds of 32 rows
+    take 32 slices for at most 4 rounds a thread (at most gemv_max_slices); at 16 rounds the two waves ask
+    17 (one wave 9); 32 blocks of 32 threads across, 16 for 4 rounds."""
+    lib = KernelLibrary(known("h200"), {}, policy=DEFAULT.replace(**change))
+    kernel = lib.kernel_for(1, 4096, 4096, "NN")
+    assert kernel.name == name and kernel.workspace_floats(1, 4096) == kernel.slices * 4096
+    assert kernel.route == gemv.route(1, 4096, 4096, "NN", 4096, 4096, 4096, 132, lib.policy)
+
+
+def test_a_bad_gemv_policy_value_is_one_line_naming_it():
+    with pytest.raises(ValueError, match="gemv_col_width=48: a power of two"):
+        DEFAULT.replace(gemv_col_width=48)
+    with pytest.raises(ValueError, match="gemv_min_slice=0: 1 or more"):
+        DEFAULT.replace(gemv_min_slice=0)
 
 
 def compiles_without_spills(source: str, kernels: list[str]) -> None:

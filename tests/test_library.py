@@ -142,3 +142,22 @@ def test_a_stored_skinny_entry_serves_no_request():
     next fp32 entry, as the timed kernels of the skinny family are (dispatch.serves)."""
     entries = _entries(("4096x16x4096", preset("skinny"), 20.0), ("2048x2048x2048", preset("v13"), 45.0))
     assert _library(entries).kernel_for(4096, 16, 4096, "NN")[0].family == "simt"
+
+
+@pytest.mark.parametrize("name,change,aligned", [("v13", {}, False), ("v13", {"bounds": "none"}, True),
+                                                 ("tf32x3-tma", {}, True)])
+def test_a_loaded_gemm_kernel_answers_what_callers_read_from_its_config(name, change, aligned):
+    """matmul, gemmgen.torch and the benchmarks read a kernel through library.Served (a route's kernel has no
+    KernelConfig): a GEMM kernel's answers are its config's, and its launches its loaded binary's."""
+    import types
+
+    from gemmgen.runtime.library import Kernel, Served
+
+    config = preset(name).replace(**change)
+    loaded = types.SimpleNamespace(prepared=lambda *sizes: ("launch", sizes), workspace_floats=lambda M, N: M * N)
+    kernel = Kernel(config, loaded)
+    assert isinstance(kernel, Served)
+    assert (kernel.name, kernel.family, kernel.precision, kernel.layout) == (config.name, config.family,
+                                                                            config.precision, config.layout)
+    assert kernel.aligned_pointers is aligned   # TMA descriptors, or the fast path's unchecked vector loads
+    assert kernel.prepared(3, 4, 5, 5, 4, 4) == ("launch", (3, 4, 5, 5, 4, 4)) and kernel.workspace_floats(3, 4) == 12

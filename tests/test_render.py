@@ -107,7 +107,7 @@ def test_split_k_reduce_waits_for_the_main_kernel_on_hopper(cfg):
                          ids=lambda c: c.name)
 def test_every_hopper_gemm_kernel_waits_before_it_touches_memory(cfg):
     """A Hopper GEMM kernel may start before the copies or the scale kernel ahead of it have finished
-    (gemmgen.measure.launch: AFTER_COPIES, AFTER_SCALE), so its one griddepcontrol.wait comes before any
+    (gemmgen.measure.launch.LoadedKernel's after_copies, after_scale), so its one griddepcontrol.wait comes before any
     copy, TMA load, global read or store, in the main kernel (not in a helper it calls later)."""
     code = render(cfg, "sm_90").code
     main = code[code.index(f"void __launch_bounds__"):]

@@ -78,7 +78,8 @@ def fake_cli(monkeypatch, tmp_path):
     monkeypatch.setattr(FakePrepare, "built", [])
     monkeypatch.setattr(gpu, "GpuRetime", FakeRetime)
     monkeypatch.setattr(store, "shipped_dir", lambda: None)
-    monkeypatch.setattr(search_grid, "POOL", "thread")   # several fake GPUs: threads, not processes
+    real_pool_mode = search_grid.pool_mode   # several fake GPUs: threads, which see them, not processes
+    monkeypatch.setattr(search_grid, "pool_mode", lambda devices: real_pool_mode(devices, pool="thread"))
     monkeypatch.setattr(FakeRetime, "seen", [])
     grid = tmp_path / "grid-mini.json"
     grid.write_text(json.dumps({"gpus": ["h100"], "shapes": SHAPES}))

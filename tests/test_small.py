@@ -10,7 +10,8 @@ import pytest
 from gemmgen import build
 from gemmgen.base.devices import known
 from gemmgen.runtime import small
-from gemmgen.runtime.library import KernelLibrary
+from gemmgen.runtime.library import KernelLibrary, Served
+from gemmgen.runtime.policy import DEFAULT
 
 from test_gemv import LAYOUTS, _stored, benchmark_file_holds_only_requests_of, compiles_without_spills
 
@@ -60,10 +61,10 @@ def test_outer_writes_every_output_once_from_the_right_elements(layout, M, N, K)
 def test_dots_slices_cover_k_once_and_fill_at_most_two_blocks_an_sm(M, N, K, sms):
     r = small.route(M, N, K, sms)
     assert r.kernel == f"gg_dots{2 if max(M, N) <= 2 else 4 if max(M, N) <= 4 else 8}"
-    assert r.grid == r.slices <= small.SLICES * sms and (r.slices - 1) * r.kc < K <= r.slices * r.kc
+    assert r.grid == r.slices <= small.DOTS_RESIDENT * sms and (r.slices - 1) * r.kc < K <= r.slices * r.kc
     kernel = small.SmallKernel(M, N, K, "NN", sms)
-    assert kernel.loaded.workspace_floats(M, N) == (r.slices * M * N if r.slices > 1 else 0)
-    assert kernel.config.name == r.kernel + (f"_k{r.slices}" if r.slices > 1 else "")
+    assert kernel.workspace_floats(M, N) == (r.slices * M * N if r.slices > 1 else 0)
+    assert kernel.name == r.kernel + (f"_k{r.slices}" if r.slices > 1 else "")
 
 
 @pytest.mark.parametrize("M,N,K,precision,family,elem,takes", [
@@ -84,21 +85,35 @@ def test_the_library_hands_it_out_plans_no_copies_and_launches_with_the_strides_
     lib = KernelLibrary(known("h200"), {})
     kernel = lib.kernel_for(8192, 8192, 8, "NT")
     assert isinstance(kernel, small.SmallKernel) and kernel.route == small.route(8192, 8192, 8, 132)
-    assert callable(kernel) and "gg_outer8" in kernel.source and kernel.measured is None
-    assert kernel.config.family == "small" and kernel.config.name == "gg_outer8"
+    assert callable(kernel) and "gg_outer8" in kernel.source and isinstance(kernel, Served)
+    assert (kernel.family, kernel.name, kernel.precision, kernel.layout, kernel.aligned_pointers) == ("small", "gg_outer8", "fp32", "NT", False)
+    assert not hasattr(kernel, "config") and not hasattr(kernel, "loaded")
     assert lib.plan_for(5, 3, 7001, "TN", 5, 3, 3, rows_aligned=False) == (lib.kernel_for(5, 3, 7001, "TN", 5, 3, 3), False, False)
-    assert lib.kernel_for(100000, 8, 8, "TN", family="simt").config.family == "small"
+    assert lib.kernel_for(100000, 8, 8, "TN", family="simt").family == "small"
     made = []
     real = small.SmallLaunch
     try:   # no GPU: the launch object records what it is built for
         small.SmallLaunch = lambda r, M, N, K, st, ldc: made.append((st, ldc)) or (st, ldc)
-        padded = kernel.loaded.prepared(8192, 8192, 8, 8200, 8, 8300)
-        again = kernel.loaded.prepared(8192, 8192, 8, 8200, 8, 8300)
+        padded = kernel.prepared(8192, 8192, 8, 8200, 8, 8300)
+        again = kernel.prepared(8192, 8192, 8, 8200, 8, 8300)
     finally:
         small.SmallLaunch = real
     assert padded is again and made == [((8200, 1, 1, 8), 8300)]   # A stored N (rows 8200 apart), B stored T
     with pytest.raises(ValueError, match="serves 8192x8192x8, not 8192x8192x9"):
-        kernel.loaded.prepared(8192, 8192, 9, 8200, 9, 8300)
+        kernel.prepared(8192, 8192, 9, 8200, 9, 8300)
+
+
+@pytest.mark.parametrize("change,dots,outer", [({}, "gg_dots2_k264", (16, 4096)),
+                                               ({"dots_slice_bytes": 2**20}, "gg_dots2_k16", (16, 4096)),
+                                               ({"outer_rows": 4}, "gg_dots2_k264", (4, 16384)),
+                                               ({"outer_waves": 64}, "gg_dots2_k264", (4, 16384))])
+def test_the_policys_small_thresholds_shape_the_kernels_the_library_hands_out(change, dots, outer):
+    """H200 (132 SMs): 2x2x1000000 in slices of ~32 KB of A and B, at most two blocks an SM (264); 8192x8192x8
+    with 16 rows a thread (4096 blocks), fewer where the blocks would not give outer_waves waves."""
+    lib = KernelLibrary(known("h200"), {}, policy=DEFAULT.replace(**change))
+    assert lib.kernel_for(2, 2, 1000000, "NN").name == dots
+    route = lib.kernel_for(8192, 8192, 8, "NT").route
+    assert (route.rows, route.grid) == outer
 
 
 def test_the_plan_command_names_the_route():

@@ -224,21 +224,28 @@ def test_linear_module_is_a_drop_in():
 
 # ---- the launch, with the GPU faked -----------------------------------------------------------------
 class _FakeKernel:
-    """Records each launch; ``bounds`` and ``workspace`` stand for the picked config's."""
+    """A kernel as the library hands it out (runtime.library.Served) that records each launch;
+    ``aligned_pointers`` and ``workspace`` stand for the picked kernel's."""
 
-    def __init__(self, bounds="checked", workspace=0):
-        import types
+    name, family, precision, layout = "fake", "simt", "fp32", "NN"
 
-        self.config = types.SimpleNamespace(bounds=bounds, tma=False, tensor_maps=False, interleave=False, family="simt")
+    def __init__(self, aligned_pointers=False, workspace=0):
+        self.aligned_pointers, self.workspace = aligned_pointers, workspace
         self.launches = []   # (the operands as a namespace, the stream, the workspace pointer)
 
-        def prepared(M, N, K, lda, ldb, ldc):
-            def launch(A, B, C, alpha, beta, stream, work):
-                ops = types.SimpleNamespace(M=M, N=N, K=K, A=A, lda=lda, B=B, ldb=ldb, C=C, ldc=ldc, alpha=alpha, beta=beta)
-                self.launches.append((ops, stream, work))
-            return launch
+    def workspace_floats(self, M, N):
+        return self.workspace
 
-        self.loaded = types.SimpleNamespace(workspace_floats=lambda M, N: workspace, prepared=prepared)
+    def prepared(self, M, N, K, lda, ldb, ldc):
+        import types
+
+        def launch(A, B, C, alpha, beta, stream, work):
+            ops = types.SimpleNamespace(M=M, N=N, K=K, A=A, lda=lda, B=B, ldb=ldb, C=C, ldc=ldc, alpha=alpha, beta=beta)
+            self.launches.append((ops, stream, work))
+        return launch
+
+    def __call__(self, ops, stream=None, workspace=None):
+        raise AssertionError("gemmgen.torch launches through prepared()")
 
 
 @pytest.fixture
@@ -307,7 +314,7 @@ def test_misaligned_operands_of_a_fast_path_kernel_get_a_kernel_that_reads_them(
     """The plan's kernel reads A and B from 16-byte aligned pointers without checking them; operands that
     start elsewhere are served, as they are, by the kernel the library picks for misaligned ones."""
     launch, state = fake_gpu
-    state["kernel"] = _FakeKernel(bounds="none")
+    state["kernel"] = _FakeKernel(aligned_pointers=True)   # a fast-path or TMA kernel
     a = torch.zeros(4, 9)[:, 1:]            # rows of 8 floats 9 apart, starting 4 bytes into the storage
     launch.gemm(a, torch.zeros(8, 4), None, None)
     assert state["picked"] == [("NN", 9, 4), ("NN", 9, 4)]

@@ -71,3 +71,13 @@ def test_each_parameter_struct_matches_its_kernels_signature(kernel, struct):
     fields = getattr(copy_kernels, struct)._fields_
     assert [kind(p) for p in params] == [ctype[t] for _, t in fields]
     assert [p.split()[-1] for p in params] == [name for name, _ in fields]
+
+
+def test_a_copy_caps_its_grid_along_y_at_the_limit_it_is_given(launches):
+    """gridDim.y's hardware limit by default; a smaller one passed in (what the GPU test of the strided
+    path uses) caps the tiles along y, the rest strided over by the kernel."""
+    copy_kernels.Copy(True, 1000, 37, 37, 1000)(0x1000, 0x2000, 9)
+    copy_kernels.Copy(True, 1000, 37, 37, 1000, max_y=2)(0x1000, 0x2000, 9)
+    copy_kernels.Copy(False, 50, 1100, 1100, 1104, max_y=2)(0x1000, 0x2000, 9)
+    assert launches == [("gg_transpose", 2, 32, 1, 9), ("gg_transpose", 2, 2, 1, 9), ("gg_pack", 7, 2, 1, 9)]
+    assert copy_kernels.copy_grid(True, 32 * 70000, 5) == (1, copy_kernels.GRID_Y_LIMIT)

@@ -48,7 +48,7 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
     chosen = planner.plan(req)
     if chosen.source == "route":   # one row or column of C, or a tiny C or a short K: no time model
         return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [], "v13": v13,
-                "plan": {"kernel": _route_kernel(chosen.route, req, spec), "layout": s.layout, "copies": "",
+                "plan": {"kernel": _route_kernel(chosen.route, req, spec, planner.policy), "layout": s.layout, "copies": "",
                          "predicted_ms": None, "copies_ms": 0.0,
                          "route": "gemv" if chosen.route == "gemv" else "small"}}
     if chosen.source != "timed":
@@ -71,14 +71,11 @@ def _aligned(p, s) -> bool:
     return aligned_for(p.config, s)
 
 
-def _route_kernel(route: str, req, spec) -> str:
-    """The name of the hand-written kernel a route runs for the request."""
-    from ..runtime import gemv, small
+def _route_kernel(route: str, req, spec, policy) -> str:
+    """The name of the hand-written kernel a route runs for the request under the results' policy."""
+    from ..runtime.library import route_kernel
 
-    lda, ldb = req.lds
-    if route == "gemv":
-        return gemv.GemvKernel(req.M, req.N, req.K, req.layout, lda, ldb, req.N, spec.sm_count).config.name
-    return small.SmallKernel(req.M, req.N, req.K, req.layout, spec.sm_count, route).config.name
+    return route_kernel(route, req, spec.sm_count, policy).name
 
 
 def text(rows: dict[str, Any], wide: bool = False) -> str:

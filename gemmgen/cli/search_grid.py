@@ -28,7 +28,6 @@ from . import grid_output as out
 
 MEASURE_MS = 50.0   # timed runs per trial (a plain search: 100 ms); the timings stage times the winners again
 FINALISTS = 3
-POOL = "process"    # several GPUs: one worker process each (tests use threads)
 
 
 def check(args: argparse.Namespace, families: list) -> bool:
@@ -166,8 +165,10 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
     return job, split
 
 
-def pool_mode(devices: list[int]) -> str:
-    return "inline" if len(devices) == 1 else POOL
+def pool_mode(devices: list[int], pool: str = "process") -> str:
+    """How the workers of ``devices`` run: inline for one GPU, else ``pool`` ("process": one worker process a
+    GPU, each with its own CUDA context; "thread": workers in this process, which sees a test's fake GPUs)."""
+    return "inline" if len(devices) == 1 else pool
 
 
 def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:

@@ -18,15 +18,6 @@ from .splitflags import flags_for, words
 from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
-# Hopper GEMM kernels (mma = wgmma) begin with griddepcontrol.wait, so they may be launched as the
-# programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
-# finishes instead of after. AFTER_COPIES: behind matmul's operand copies (runtime.calls.Prepared);
-# AFTER_SCALE: behind an atomic split's scale kernel. Neither of those triggers early (the dependent is
-# placed as their blocks exit): the scale kernel triggering at its start, the main kernel waiting only
-# before its first atomicAdd, lost up to 24% on the H100. Module constants, so that an A/B can flip them
-# per call.
-AFTER_COPIES = True
-AFTER_SCALE = True
 MAX_PREPARED = 4096   # prepared launches kept per kernel and thread; then they start again
 
 
@@ -76,9 +67,16 @@ class Operands:
 
 
 class LoadedKernel:
-    """A compiled config loaded into the current CUDA context."""
+    """A compiled config loaded into the current CUDA context.
 
-    def __init__(self, config: KernelConfig, binary: Binary, planted: bool = False):
+    Hopper GEMM kernels (mma = wgmma) begin with griddepcontrol.wait, so they may be launched as the
+    programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
+    finishes instead of after. ``after_copies``: so behind matmul's operand copies (runtime.calls.Prepared);
+    ``after_scale``: behind an atomic split's scale kernel (the library passes its Policy's
+    ``early_after_copies`` and ``early_after_scale``; an A/B passes either off)."""
+
+    def __init__(self, config: KernelConfig, binary: Binary, planted: bool = False, after_copies: bool = True,
+                 after_scale: bool = True):
         import cupy
 
         self.config = config
@@ -104,6 +102,7 @@ class LoadedKernel:
         # the main kernel waits for the grid ahead of it (templates/common.cuh.j2 wait_for_inputs); a
         # planted source (``planted``: not the template's) may not, so it never starts early
         self.waits = not planted and config.mma == "wgmma" and supported(binary.arch)
+        self.after_copies, self.after_scale = after_copies, after_scale
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
             # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
@@ -197,7 +196,8 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after", "flag_words")
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after", "flag_words",
+                 "after_copies", "after_scale")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
@@ -224,6 +224,7 @@ class Launch:
         self.reduce_after = Dependent(self.egrid, (256, 1, 1), 0) if kernel.dependent and self.reduce is not None else None
         # the main kernel starts early behind the copies or the scale, waiting in the kernel for them
         self.main_after = Dependent(self.grid, self.block, self.smem) if kernel.waits else None
+        self.after_copies, self.after_scale = kernel.after_copies, kernel.after_scale
 
     def __call__(self, A: int, B: int, C: int, alpha: float, beta: float, stream: int, workspace: int = 0,
                  behind: bool = False) -> None:
@@ -247,7 +248,7 @@ class Launch:
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
         if self.reduce is not None:   # the slices' partials go to the workspace
             p.W = workspace
-        early = (self.main_after is not None and ((behind and AFTER_COPIES) or (scaled and AFTER_SCALE))
+        early = (self.main_after is not None and ((behind and self.after_copies) or (scaled and self.after_scale))
                  and self.main_after(self.fn, stream, self.main.argv_ptr))   # False where the driver refused
         if not early:
             launch(self.fn, *self.grid, *self.block, self.smem, stream, self.main.argv_ptr, 0)

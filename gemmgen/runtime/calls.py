@@ -57,13 +57,13 @@ class Prepared:
     def __init__(self, kernel, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int,
                  copy_a: bool, copy_b: bool, a_stored: tuple[int, int], b_stored: tuple[int, int],
                  spans: tuple, out_span: tuple | None):
-        run = kernel.config.layout
+        run = kernel.layout   # a library.Served: a GEMM kernel or a route's
         align = 4   # float32 copies only (matmul keeps other types on its copying route)
         self.copies, self.floats, (lda2, ldb2) = pair_copies(a_stored, layout[0], lda, run[0] if copy_a else None,
                                                              b_stored, layout[1], ldb, run[1] if copy_b else None,
                                                              align)
-        self.launch = kernel.loaded.prepared(M, N, K, lda2, ldb2, ldc)
-        self.work = kernel.loaded.workspace_floats(M, N)   # after the copies, in the same kept buffer
+        self.launch = kernel.prepared(M, N, K, lda2, ldb2, ldc)
+        self.work = kernel.workspace_floats(M, N)   # after the copies, in the same kept buffer
         self.a_span, self.b_span = spans
         self.out_span = out_span
 

@@ -88,7 +88,7 @@ extern "C" __global__ void gg_copy_pair(const float* __restrict__ s0, int rows0,
                   first ? d0 : d1, first ? ldd0 : ldd1, bx, by, gx, gy);
 }
 """
-MAX_TILES_Y = 65535   # gridDim.y's limit; more stored rows than 32 x this are strided over
+GRID_Y_LIMIT = 65535   # gridDim.y's hardware limit: the most tiles a copy's grid has along y (more are strided over)
 PACK_BLOCKS = 1 << 16  # the copy's grid along rows at most (8 rows a block); more rows are strided over
 _COPY = param_struct("_Copy", "src:p rows:i cols:i lds:q dst:p ldd:q")
 _PAIR = param_struct("_Pair", "s0:p rows0:i cols0:i lds0:q d0:p ldd0:q t0:i gx0:i gy0:i "
@@ -114,13 +114,14 @@ class Copy:
     """One copy of a float32 matrix stored as ``rows`` rows of ``cols`` elements, ``lds`` apart, into
     rows ``ldd`` apart: transposed (``transpose``: the copy's rows are the source's columns) or not
     (aligned rows). Prepared once on the current device: a call sets the two pointers and enqueues one
-    cuLaunchKernel; a Copy is used by one thread (it owns its parameter buffer)."""
+    cuLaunchKernel; a Copy is used by one thread (it owns its parameter buffer). ``max_y``: the most blocks
+    along y (the hardware's limit; a test passes fewer to have the blocks stride over the rest)."""
 
     __slots__ = ("fn", "grid", "buf")
 
-    def __init__(self, transpose: bool, rows: int, cols: int, lds: int, ldd: int):
+    def __init__(self, transpose: bool, rows: int, cols: int, lds: int, ldd: int, max_y: int = GRID_Y_LIMIT):
         self.fn = _function("gg_transpose" if transpose else "gg_pack")
-        self.grid = (*copy_grid(transpose, rows, cols), 1)
+        self.grid = (*copy_grid(transpose, rows, cols, max_y), 1)
         self.buf = ParamBuffer(_COPY)
         p = self.buf.params
         p.rows, p.cols, p.lds, p.ldd = rows, cols, lds, ldd
@@ -133,12 +134,16 @@ class Copy:
         _launch.launch_kernel(self.fn, *self.grid, 32, 8, 1, 0, stream, self.buf.argv_ptr, 0)
 
 
-def copy_grid(transpose: bool, rows: int, cols: int) -> tuple[int, int]:
-    """(gx, gy) of one copy's blocks of 32 x 8 threads: 32 x 32 tiles (transposing; gy capped, strided
-    over), or 8 rows by 256 columns (both capped, strided over)."""
+def copy_grid(transpose: bool, rows: int, cols: int, max_y: int = GRID_Y_LIMIT) -> tuple[int, int]:
+    """(gx, gy) of one copy's blocks of 32 x 8 threads: 32 x 32 tiles (transposing; gy capped at ``max_y``,
+    strided over), or 8 rows by 256 columns (both capped, strided over).
+
+    >>> copy_grid(True, 1000, 37), copy_grid(True, 1000, 37, max_y=2)
+    ((2, 32), (2, 2))
+    """
     if transpose:
-        return -(-cols // 32), min(-(-rows // 32), MAX_TILES_Y)
-    return max(1, min(PACK_BLOCKS, -(-rows // 8))), min(-(-cols // 256), MAX_TILES_Y)
+        return -(-cols // 32), min(-(-rows // 32), max_y)
+    return max(1, min(PACK_BLOCKS, -(-rows // 8))), min(-(-cols // 256), max_y)
 
 
 class CopyPair:

@@ -1,42 +1,27 @@
 """What the hand-written kernels of templates/ (gemv.cu, small.cu: fixed CUDA, no Jinja, no tuning) share: their
-modules compiled once per device, the library's Kernel shape around one request's route, and a reduce
+modules compiled once per device, one request's route kernel as the library hands it out, and a reduce
 kernel launched behind the main one.
 
 A route module (:mod:`.gemv`, :mod:`.small`) subclasses :class:`RouteKernel` with the launch of one request
-(``_launch(lda, ldb, ldc)``); the library hands the kernel out where it would hand out a GEMM kernel
-(``config``, ``loaded.prepared``, ``loaded.workspace_floats``, callable with Operands).
+(``_launch(lda, ldb, ldc)``); the library hands the kernel out where it would hand out a GEMM kernel, and
+callers read of either only what :class:`.library.Served` names (``name``, ``family``, ``precision``,
+``layout``, ``aligned_pointers``, ``prepared``, ``workspace_floats``, callable with Operands): a route
+kernel has no KernelConfig.
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from ..base.paths import data_dir
 from ..measure import launch as _launch
 from ..measure.launch import LoadedKernel, ParamBuffer, per_thread
 from ..measure.pdl import Dependent, supported
 
-HANDWRITTEN = ("gemv", "small")   # their config families: no tuned variants, no opt-in autotuning
+HANDWRITTEN = ("gemv", "small")   # the route kernels' families: no tuned variants, no opt-in autotuning
+THREADS = 256                     # every kernel of gemv.cu and small.cu is a block of 256 threads (__launch_bounds__(256))
 _MODULES: dict[tuple[int, str], object] = {}   # (device, template file): compiled once (its functions are cached)
 _FUNCTIONS: dict[tuple[int, str, str], int] = {}
 _LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class HandConfig:
-    """What the rest of the library reads of a kernel's config (names, layout, the launch's needs)."""
-
-    name: str
-    layout: str
-    split_k: int = 1
-    family: str = "gemv"
-    label: str = ""
-    precision: str = "fp32"
-    dtype: str = "f32"
-    tensor_maps: bool = False
-    bounds: str = "checked"
-    interleave: bool = False
-    split_atomic: bool = False
 
 
 def source(file: str) -> str:
@@ -76,22 +61,39 @@ class Behind:
 
     def __init__(self, fn: int, grid: tuple[int, int, int], struct: type):
         self.fn, self.grid, self.params = fn, grid, ParamBuffer(struct)
-        self.dependent = Dependent(grid, (256, 1, 1), 0) if pdl() else None
+        self.dependent = Dependent(grid, (THREADS, 1, 1), 0) if pdl() else None
 
     def __call__(self, stream: int) -> None:
         if self.dependent is None or not self.dependent(self.fn, stream, self.params.argv_ptr):
-            _launch.launch_kernel(self.fn, *self.grid, 256, 1, 1, 0, stream, self.params.argv_ptr, 0)
+            _launch.launch_kernel(self.fn, *self.grid, THREADS, 1, 1, 0, stream, self.params.argv_ptr, 0)
 
 
 class RouteKernel:
-    """One request's hand-written kernel in the library's Kernel shape: ``config``, ``source``, ``measured``
-    (None), callable with Operands, ``loaded`` (itself). Subclasses set ``config``, ``source`` and
-    ``workspace`` (floats, 0 for none) and give ``_launch(lda, ldb, ldc)``: the request's prepared launch."""
+    """One request's hand-written kernel, as the library hands it out (:class:`.library.Served`): ``name``
+    (the kernel's, ``_k<slices>`` where K is split), ``family`` (the route: "gemv" or "small"), ``precision``
+    ("fp32": plain FP32 products and sums), ``layout`` (the request's: a route reads its operands where they
+    lie, never copied), ``aligned_pointers`` (False: the kernels read 4-byte aligned operands anywhere),
+    ``slices`` and ``source`` (the CUDA text); ``prepared`` and ``workspace_floats`` as a GEMM kernel's, and
+    callable with Operands. It serves one request's sizes only. Subclasses set ``family`` and ``source``,
+    call ``_named(kernel, slices, workspace)`` and give ``_launch(lda, ldb, ldc)``: the request's prepared launch."""
+
+    family: str
+    source: str
+    precision = "fp32"
+    aligned_pointers = False
 
     def __init__(self, M: int, N: int, K: int, layout: str, sm_count: int):
-        self.shape, self.sm_count = (M, N, K, layout), sm_count
-        self.loaded, self.measured = self, None
+        self.shape, self.layout, self.sm_count = (M, N, K, layout), layout, sm_count
         self._local = threading.local()
+
+    def _named(self, kernel: str, slices: int, workspace: int) -> None:
+        """The name of the request's kernel split into ``slices`` K slices, reduced through ``workspace`` floats."""
+        self.name, self.slices = kernel + (f"_k{slices}" if slices > 1 else ""), slices
+        self.workspace = workspace if slices > 1 else 0
+
+    def __repr__(self) -> str:
+        M, N, K, layout = self.shape
+        return f"<{self.family} route {self.name} for {M}x{N}x{K}/{layout}>"
 
     __call__ = LoadedKernel.launch   # (ops, stream=None, workspace=None): the workspace from CuPy's pool if none
 
@@ -105,5 +107,5 @@ class RouteKernel:
     def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         """This thread's launch for these leading dimensions (the sizes are the kernel's own)."""
         if (M, N, K) != self.shape[:3]:
-            raise ValueError(f"{self.config.name} serves {self.shape[0]}x{self.shape[1]}x{self.shape[2]}, not {M}x{N}x{K}")
+            raise ValueError(f"{self.name} serves {self.shape[0]}x{self.shape[1]}x{self.shape[2]}, not {M}x{N}x{K}")
         return per_thread(self._local, (lda, ldb, ldc), self._launch, lda, ldb, ldc)

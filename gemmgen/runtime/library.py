@@ -4,11 +4,11 @@ Which kernel runs a request is the planner's (:mod:`.planner`: hand-written rout
 their copies, the nearest stored entry, the class's preset); the library turns its plan into a loaded
 kernel (:class:`Kernel`, or a hand-written route's :class:`.handwritten.RouteKernel`): validated once,
 against this GPU, when it is loaded; the plan is cached per request. A preset serves with one warning,
-or an error with strict=True.
+or an error with strict=True. Callers read of either only what :class:`Served` names.
 
 >>> import gemmgen
 >>> lib = gemmgen.load()                                  # doctest: +GPU
->>> lib.kernel_for(4096, 4096, 4096, "NN").config.name.startswith("gg_")    # doctest: +GPU
+>>> lib.kernel_for(4096, 4096, 4096, "NN").name.startswith("gg_")    # doctest: +GPU
 True
 """
 from __future__ import annotations
@@ -17,11 +17,12 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Protocol, runtime_checkable
 
 from ..base.devices import DeviceSpec, detect, fingerprint, require_gpu, resolve_alias
 from ..build.nvrtc import compile_source
 from ..codegen.render import render, render_validated
+from ..kernel.accepts import needs_aligned_pointers
 from ..kernel.config import KernelConfig
 from ..measure.launch import LoadedKernel, Operands
 from ..records.entry import Entry
@@ -41,13 +42,53 @@ class NoTunedKernels(LookupError):
     """strict=True and no tuned result fits the request."""
 
 
+@runtime_checkable
+class Served(Protocol):
+    """What the library hands out for a request and what its callers (matmul, gemmgen.torch, the benchmarks)
+    read of it: a compiled GEMM kernel (:class:`Kernel`) or a hand-written route's
+    (:class:`.handwritten.RouteKernel`)."""
+
+    name: str               # the kernel's name (what a report prints)
+    family: str             # a template family of the KernelConfigs, or a route's ("gemv", "small")
+    precision: str          # its precision class
+    layout: str             # the layout it reads A and B in: a plan's copies go into it
+    aligned_pointers: bool  # reads A and B from 16-byte aligned first elements without checking them
+
+    def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
+        """The launch of these sizes and leading dimensions, called as :class:`gemmgen.measure.launch.Launch`."""
+
+    def workspace_floats(self, M: int, N: int) -> int:
+        """Floats of workspace a launch on an M x N C needs (0: none)."""
+
+    def __call__(self, ops: Operands, stream=None, workspace: int | None = None) -> None:
+        """Launch on ``stream`` (see :meth:`LoadedKernel.launch`)."""
+
+
+def _config_field(field: str) -> property:
+    """A :class:`Served` answer of a GEMM kernel that is its KernelConfig's field of the same name."""
+    return property(lambda kernel: getattr(kernel.config, field), doc=f"The KernelConfig's {field}.")
+
+
 @dataclass
 class Kernel:
-    """One loaded kernel: call it with Operands; ``measured`` is what the search recorded (or None)."""
+    """One loaded GEMM kernel (:class:`Served`): call it with Operands; ``measured`` is what the search
+    recorded (or None)."""
 
     config: KernelConfig
     loaded: LoadedKernel
     measured: Optional[dict] = None
+
+    name, family, precision, layout = (_config_field(f) for f in ("name", "family", "precision", "layout"))
+
+    @property
+    def aligned_pointers(self) -> bool:
+        return needs_aligned_pointers(self.config)
+
+    def prepared(self, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
+        return self.loaded.prepared(M, N, K, lda, ldb, ldc)
+
+    def workspace_floats(self, M: int, N: int) -> int:
+        return self.loaded.workspace_floats(M, N)
 
     @property
     def source(self) -> str:
@@ -74,7 +115,7 @@ class KernelLibrary:
         self.entries = self.classes.get("fp32", {})
         self.spec, self.device_id, self.strict = spec, device_id, strict
         self._kernels: dict[str, Kernel] = {}
-        self._choice: dict[tuple, Kernel] = {}
+        self._choice: dict[tuple, Served] = {}
         self._plans: dict[tuple, tuple] = {}
         self._warned: set[str] = set()
 
@@ -84,7 +125,7 @@ class KernelLibrary:
 
     def kernel_for(self, M: int, N: int, K: int, layout: str = "NN", lda: int | None = None,
                    ldb: int | None = None, ldc: int | None = None, precision: str = "fp32",
-                   family: str | None = None, aligned: bool = True, fixed_order: bool = False) -> Kernel:
+                   family: str | None = None, aligned: bool = True, fixed_order: bool = False) -> Served:
         """The kernel the planner picks for this request without copies (what gemmgen.torch runs; cached per
         argument tuple); ``precision`` is one of PRECISIONS (f16/bf16 kernels read half inputs); ``family``
         restricts the choice to one template family of that class (e.g. simt); ``aligned`` False where A or
@@ -99,11 +140,11 @@ class KernelLibrary:
         return kernel
 
     def plan_for(self, M: int, N: int, K: int, layout: str, lda: int, ldb: int, ldc: int, precision: str = "fp32",
-                 family: str | None = None, rows_aligned: bool = True, elem: int = 4) -> tuple[Kernel, bool, bool]:
+                 family: str | None = None, rows_aligned: bool = True, elem: int = 4) -> tuple[Served, bool, bool]:
         """(kernel, copy A, copy B) for a request, as the planner picks it with copies allowed (what matmul
         runs): copies where the timings predict that they pay, into 16-byte aligned rows where A's or B's
         rows do not start on 16 bytes (odd leading dimension, or ``rows_aligned`` False for a misaligned
-        first element), or into the layout of a faster kernel (``kernel.config.layout``: a copy whose
+        first element), or into the layout of a faster kernel (``kernel.layout``: a copy whose
         layout letter differs from the request's is transposed). Cached per request."""
         key = (M, N, K, layout, lda, ldb, ldc, precision, family, rows_aligned, elem)
         plan = self._plans.get(key)
@@ -149,14 +190,11 @@ class KernelLibrary:
         """The config of a timed kernel that competes for requests of this class, layout and family, by name."""
         return next((f.config for f in self.candidates(precision, layout, family) if f.config.name == name), None)
 
-    def _kernel_of(self, req: Request, plan: Plan):
+    def _kernel_of(self, req: Request, plan: Plan) -> Served:
         """The loaded kernel of a plan: a hand-written route's, a timed or stored kernel, or the preset
         (NoTunedKernels with strict=True; else one warning per precision class)."""
         if plan.source == "route":
-            lda, ldb = req.lds
-            if plan.route == "gemv":   # one row or column of C: a matrix-vector kernel
-                return gemv.GemvKernel(req.M, req.N, req.K, req.layout, lda, ldb, req.ldc or req.N, self.spec.sm_count)
-            return small.SmallKernel(req.M, req.N, req.K, req.layout, self.spec.sm_count, plan.route)
+            return route_kernel(plan.route, req, self.spec.sm_count, self.policy)
         if plan.source == "preset":
             fam = req.family
             what = (f"{req.precision} {fam + ' ' if fam else ''}kernel for {req.M}x{req.N}x{req.K}/{req.layout} "
@@ -181,8 +219,19 @@ class KernelLibrary:
     def _load(self, config: KernelConfig, measured: Optional[dict]) -> Kernel:
         if config.name not in self._kernels:
             binary = compile_source(render(config, self.spec), self.spec.arch)   # validated here, once
-            self._kernels[config.name] = Kernel(config, LoadedKernel(config, binary), measured)
+            loaded = LoadedKernel(config, binary, after_copies=self.policy.early_after_copies,
+                                  after_scale=self.policy.early_after_scale)
+            self._kernels[config.name] = Kernel(config, loaded, measured)
         return self._kernels[config.name]
+
+
+def route_kernel(route: str, req: Request, sm_count: int, policy: Policy = DEFAULT) -> Served:
+    """The hand-written kernel of a route plan (``route``: "gemv", or small's "dots" or "outer") for
+    ``req`` on a GPU of ``sm_count`` SMs, shaped by ``policy``; nothing is compiled (no GPU needed)."""
+    lda, ldb = req.lds
+    if route == "gemv":   # one row or column of C: a matrix-vector kernel
+        return gemv.GemvKernel(req.M, req.N, req.K, req.layout, lda, ldb, req.ldc or req.N, sm_count, policy)
+    return small.SmallKernel(req.M, req.N, req.K, req.layout, sm_count, route, policy)
 
 
 def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[int] = None,
@@ -193,7 +242,7 @@ def load(gpu: str = "auto", results: Optional[str] = None, device_id: Optional[i
 
     >>> import gemmgen
     >>> lib = gemmgen.load()                                  # doctest: +GPU
-    >>> lib.kernel_for(4096, 4096, 4096, "NN").config.name.startswith("gg_")    # doctest: +GPU
+    >>> lib.kernel_for(4096, 4096, 4096, "NN").name.startswith("gg_")    # doctest: +GPU
     True
     """
     require_gpu(device_id or 0)   # CuPy, the driver and a GPU, or one line saying what is missing

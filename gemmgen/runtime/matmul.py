@@ -121,14 +121,14 @@ def _first_call(key, A, B, out, precision, alpha, beta, stream, strict, family):
         kernel, pack_a, pack_b = lib.plan_for(M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned, a.itemsize)
         stream = stream or cupy.cuda.get_current_stream()
         settled = True
-        if a.itemsize == 4 and autotune.candidates_per_request() and kernel.config.family not in HANDWRITTEN:   # opt-in tuning
+        if a.itemsize == 4 and autotune.candidates_per_request() and kernel.family not in HANDWRITTEN:   # opt-in tuning
             (kernel, pack_a, pack_b), settled = autotune.tuned_plan(
                 lib, (M, N, K, la + lb, lda, ldb, ldc, cls, family, rows_aligned), (kernel, pack_a, pack_b),
                 autotune.runner(a, b, la, lb, M, N, K, lda, ldb, ldc, stream), stream)
         if a.itemsize != 4 and (pack_a or pack_b):
             # half inputs: aligned copies through CuPy, fresh each call (a rare route: the copies are new
             # arrays, so the request is not kept), then the kernel as a prepared request without copies
-            run = kernel.config.layout
+            run = kernel.layout
             with stream:
                 a, lda = staged(a, la, run[0], 16 // a.itemsize) if pack_a else (a, lda)
                 b, ldb = staged(b, lb, run[1], 16 // b.itemsize) if pack_b else (b, ldb)

@@ -79,6 +79,35 @@ class Policy:
     outer_k: int = 8                # outer products: K up to this (0: none), and up to 16 where C has
     outer_big: int = 2**23          # this many outputs or more (K = 12..16 won at 128x65536x12, lost at 1000x1000x16)
 
+    # ---- the matrix-vector route (runtime.gemv): block shape and K split of one row or column of C ------
+    gemv_waves: int = 2             # blocks an SM a kernel should have before K is split: enough loads in flight
+    gemv_col_rounds: int = 4        # the most rounds of eight loads a thread of gg_gemv_cols waits for in turn before K
+                                    # is split (a split costs a reduce kernel)
+    gemv_row_rounds: int = 32       # ... of four (eight) loads, a lane of gg_gemv_rows (rows8)
+    gemv_max_slices: int = 128      # the most K slices: the workspace holds slices x outputs floats
+    gemv_min_slice: int = 64        # the fewest k a slice walks (shorter slices: more reduce traffic than loads saved)
+    gemv_col_width: int = 64        # the most threads across a block of gg_gemv_cols (4 outputs each; a power of two):
+                                    # the rest of the 256 walk k, at least four k-groups
+    gemv_row_deep: int = 3          # gg_gemv_rows8 (eight loads in flight a lane) below this many blocks an SM, else
+                                    # gg_gemv_rows (four): few blocks need more loads each to fill the memory pipe
+    gemv_row_few: int = 2           # rounds of loads a lane of gg_gemv_rows(8) waits for that are not split where blocks
+                                    # are a quarter of the SMs or more (the reduce costs more than the rounds)
+    gemv_wide: int = 1              # rows of gg_gemv_rows widen across warps (gg_gemv_rows_wide) while blocks are fewer
+                                    # than this many an SM, where that saves a K split (0: never; widening below two
+                                    # waves without saving a split loses: fewer loads in flight)
+
+    # ---- the small-product route's launches (runtime.small) --------------------------------------------
+    dots_slice_bytes: int = 32768   # dots: A's and B's bytes a block reads, about (less: more slices, up to the blocks
+                                    # an SM holds): enough loads a block to hide the reduce's cost
+    outer_rows: int = 16            # outer: rows of C a thread walks at most (B's values kept in its registers)
+    outer_waves: int = 2            # outer: blocks an SM wanted before a thread's rows halve
+
+    # ---- launches of the loaded GEMM kernels (measure.launch.LoadedKernel, given them by the library) -------
+    early_after_copies: bool = True  # a kernel that waits in the kernel for the grid ahead (wgmma, sm_90) is placed
+                                     # while matmul's copies finish, as their programmatic dependent
+    early_after_scale: bool = True   # ... and while an atomic split's scale kernel finishes (neither triggers early:
+                                     # the scale kernel triggering at its start lost up to 24% on the H100)
+
     # ---- built-in kernels (runtime.builtin, runtime.analytic) -------------------------------------------
     untimed_builtins: bool = False  # built-in kernels a GPU's timings miss compete beside the timed ones (load()
                                     # turns it on; a library built from a test's or tool's timings keeps to them)
@@ -102,6 +131,13 @@ class Policy:
             raise ValueError(f"policy outer_k={self.outer_k}: 0 (none) to 16 (gg_outer16, the deepest)")
         if self.arch and self.arch not in ARCHS:
             raise ValueError(f"policy arch={self.arch!r}: one of {', '.join(ARCHS)}, or '' (this GPU's own)")
+        width = self.gemv_col_width
+        if not (1 <= width <= 256 and width & (width - 1) == 0):
+            raise ValueError(f"policy gemv_col_width={width}: a power of two from 1 to 256 (threads of a 256-thread block)")
+        for name in ("gemv_waves", "gemv_col_rounds", "gemv_row_rounds", "gemv_max_slices", "gemv_min_slice",
+                     "dots_slice_bytes", "outer_rows", "outer_waves"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"policy {name}={getattr(self, name)}: 1 or more")
 
     def replace(self, **changes: Any) -> "Policy":
         """This policy with ``changes`` (field names; :func:`dataclasses.replace`)."""

@@ -9,7 +9,7 @@ short K. Hand-written kernels of templates/small.cu, any layout, no copies:
 - outer (K <= 8, or K <= 16 with 2^23 outputs; M, N > 1 and not dots): C is a sum of a few
   outer products, the time is C's bytes written (8192x8192x8: 256 MB). gg_outer4/8/16 (K <= 4, 8, 16)
   stage a block's rows of A and B's tile in shared memory, keep B's K x 4 values of a thread's four
-  columns in registers and walk up to ROWS rows of C, storing 16-byte pieces (H200:
+  columns in registers and walk up to ``policy.outer_rows`` rows of C, storing 16-byte pieces (H200:
   8192x8192x8 NT 132 -> 69 us, 0.83 -> 1.59x cuBLAS, at the 256 MB fill's 68 us; 8x100000x8 0.72 ->
   1.21x; 100000x8x8 TN 0.90 -> 1.31x).
 
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from ..measure import launch as _launch
 from ..measure.launch import ParamBuffer, param_struct
-from .handwritten import Behind, HandConfig, RouteKernel, function, source
+from .handwritten import THREADS, Behind, RouteKernel, function, source
 from .policy import DEFAULT, Policy
 
 FILE = "small.cu"
@@ -32,11 +32,11 @@ _MAIN = param_struct("_Small", "M:i N:i K:i kc:i rows:i alpha:f A:p sam:q sak:q 
 _REDUCE = param_struct("_DotsReduce", "M:i N:i S:i alpha:f W:p beta:f C:p ldc:q")
 DOT_MAX = 8             # dots: M and N up to this (gg_dots8's 64 sums a thread); which requests take dots,
                         # and outer, is the planner's policy (Policy.dots_max, dots_min_k, outer_k, outer_big)
-SLICE_BYTES = 32768     # dots: A's and B's bytes a block reads, about (more: more slices, up to SLICES an SM)
-SLICES = 2              # dots: blocks an SM at most (two fit: <= 128 registers a thread)
-ROWS = 16               # outer: rows of C a thread walks (B's values kept in its registers), at most
-WAVES = 2               # outer: blocks an SM wanted before a thread's rows halve
+DOTS_RESIDENT = 2       # blocks of gg_dots an SM holds (__launch_bounds__(256, 2): <= 128 registers a thread)
+OUTER_LANES = 32        # outer: the most lanes of a row of C (four columns each: small.cu's Bs rows of 128)
 LIMIT = 2**30           # the most M, N and K (32-bit sizes and tile indices in the kernels)
+# How a request's dots are sliced and how many rows a thread of outer walks are the planner's decisions:
+# Policy.dots_slice_bytes, outer_rows, outer_waves.
 
 
 def serves(M: int, N: int, K: int, precision: str, family: str | None, elem: int = 4,
@@ -73,9 +73,9 @@ def _pow2(n: int) -> int:
     return 1 << (max(1, n) - 1).bit_length()
 
 
-def route(M: int, N: int, K: int, sm_count: int, kind: str | None = None) -> Route:
+def route(M: int, N: int, K: int, sm_count: int, kind: str | None = None, policy: Policy = DEFAULT) -> Route:
     """The kernel, grid and split of a request that :func:`serves` takes (``kind``: what it said, under the
-    planner's policy; None: under the default one).
+    planner's policy; None: under ``policy``), sliced and shaped by ``policy``.
 
     >>> route(2, 2, 1000000, 132)
     Route(kernel='gg_dots2', grid=264, kc=3788, slices=264, rows=1)
@@ -84,20 +84,20 @@ def route(M: int, N: int, K: int, sm_count: int, kind: str | None = None) -> Rou
     >>> route(100000, 8, 8, 132)      # 2 lanes a row, 128 rows at once
     Route(kernel='gg_outer8', grid=391, kc=2, slices=1, rows=2)
     """
-    kind = kind or serves(M, N, K, "fp32", None)
+    kind = kind or serves(M, N, K, "fp32", None, policy=policy)
     if kind == "dots" and max(M, N) <= DOT_MAX:
         D = 2 if max(M, N) <= 2 else 4 if max(M, N) <= 4 else 8
-        want = -(-K * (M + N) * 4 // SLICE_BYTES)
-        kc = -(-K // max(1, min(want, SLICES * sm_count)))
+        want = -(-K * (M + N) * 4 // policy.dots_slice_bytes)
+        kc = -(-K // max(1, min(want, DOTS_RESIDENT * sm_count)))
         slices = -(-K // kc)
         return Route(f"gg_dots{D}", slices, kc, slices)
     if kind != "outer" or K > 16:
         raise ValueError(f"{M}x{N}x{K} is no product these kernels compute (M, N >= 2 and both <= {DOT_MAX}, or "
                          f"K <= 16; sizes under {LIMIT})")
-    L = min(32, _pow2(-(-N // 4)))   # lanes a row, four columns each
-    P = 256 // L                       # rows a block's threads cover at once
-    rows = min(ROWS, 256 // P, -(-M // P))   # rows a thread walks (a block's rows P * rows <= 256: small.cu's As)
-    while rows > 1 and -(-M // (P * rows)) * -(-N // (4 * L)) < WAVES * sm_count:
+    L = min(OUTER_LANES, _pow2(-(-N // 4)))   # lanes a row, four columns each
+    P = THREADS // L                            # rows a block's threads cover at once
+    rows = min(policy.outer_rows, THREADS // P, -(-M // P))   # a block's rows P * rows <= 256: small.cu's As
+    while rows > 1 and -(-M // (P * rows)) * -(-N // (4 * L)) < policy.outer_waves * sm_count:
         rows //= 2
     kb = 4 if K <= 4 else 8 if K <= 8 else 16
     return Route(f"gg_outer{kb}", -(-M // (P * rows)) * -(-N // (4 * L)), L, 1, rows)
@@ -115,14 +115,15 @@ def strides(layout: str, lda: int, ldb: int) -> tuple[int, int, int, int]:
 
 
 class SmallKernel(RouteKernel):
-    """One request's dots or outer kernel in the library's Kernel shape (:class:`.handwritten.RouteKernel`)."""
+    """One request's dots or outer kernel (:class:`.handwritten.RouteKernel`), under ``policy``."""
 
-    def __init__(self, M: int, N: int, K: int, layout: str, sm_count: int, kind: str | None = None):
+    family, source = "small", SOURCE
+
+    def __init__(self, M: int, N: int, K: int, layout: str, sm_count: int, kind: str | None = None,
+                 policy: Policy = DEFAULT):
         super().__init__(M, N, K, layout, sm_count)
-        self.route = route(M, N, K, sm_count, kind)
-        name = self.route.kernel + (f"_k{self.route.slices}" if self.route.slices > 1 else "")
-        self.config, self.source = HandConfig(name, layout, self.route.slices, family="small"), SOURCE
-        self.workspace = self.route.slices * M * N if self.route.slices > 1 else 0
+        self.route = route(M, N, K, sm_count, kind, policy)
+        self._named(self.route.kernel, self.route.slices, self.route.slices * M * N)
 
     def _launch(self, lda: int, ldb: int, ldc: int) -> "SmallLaunch":
         M, N, K, layout = self.shape
@@ -150,7 +151,7 @@ class SmallLaunch:
                  behind: bool = False) -> None:
         p = self.main.params
         p.A, p.B, p.C, p.alpha, p.beta, p.W = A, B, C, alpha, beta, (workspace if self.reduce is not None else 0)
-        _launch.launch_kernel(self.fn, self.route.grid, 1, 1, 256, 1, 1, 0, stream, self.main.argv_ptr, 0)
+        _launch.launch_kernel(self.fn, self.route.grid, 1, 1, THREADS, 1, 1, 0, stream, self.main.argv_ptr, 0)
         if self.reduce is not None:
             q = self.reduce.params.params
             q.alpha, q.beta, q.C, q.W = alpha, beta, C, workspace

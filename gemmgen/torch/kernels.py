@@ -21,16 +21,16 @@ from typing import Optional
 
 import torch
 
-from ..runtime.library import Kernel, library_for
+from ..runtime.library import Served, library_for
 from ..runtime.planner import NoFixedOrder
 
-_KERNELS: dict[tuple, Kernel] = {}   # (device, M, N, K, layout, lda, ldb, class, family, deterministic) -> kernel
+_KERNELS: dict[tuple, Served] = {}   # (device, M, N, K, layout, lda, ldb, class, family, deterministic) -> kernel
 
 deterministic = torch.are_deterministic_algorithms_enabled
 
 
 def pick(dev: int, M: int, N: int, K: int, layout: str, lda: int, ldb: int, precision: str,
-         family: Optional[str], fixed_order: bool = False, aligned: bool = True) -> Kernel:
+         family: Optional[str], fixed_order: bool = False, aligned: bool = True) -> Served:
     """The library's kernel for a request (C row-major, ldc = N), cached here too, so that a repeated
     request costs one lookup and a new one can be refused inside CUDA-graph capture before anything
     is compiled or loaded. ``fixed_order``: no atomic split-K (see the module docstring); ``aligned``

@@ -23,8 +23,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from ..kernel.accepts import needs_aligned_pointers
-from ..runtime.library import Kernel
+from ..runtime.library import Served
 from .kernels import deterministic, pick as _kernel
 from .tensors import check_matmul, matrix
 
@@ -50,7 +49,7 @@ class Plan(NamedTuple):
     lda: int
     ldb: int
     copy: bool
-    kernel: Optional[Kernel]
+    kernel: Optional[Served]
     aligned: bool            # TMA or fast-path kernel: its base pointers must be 16-byte aligned
     workspace: int           # floats of split-K workspace per call (0: none)
 
@@ -84,7 +83,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, precision: Optional[str], family:
         with _on(dev):
             kernel = _kernel(dev, M, N, K, la + lb, lda, ldb, cls, family, key[-1])
         plan = Plan(dev, M, N, K, cls, family, lda, ldb, a2 is not a or b2 is not b, kernel,
-                    needs_aligned_pointers(kernel.config), kernel.loaded.workspace_floats(M, N))
+                    kernel.aligned_pointers, kernel.workspace_floats(M, N))
     else:
         plan = Plan(dev, M, N, K, cls, family, 1, 1, False, None, False, 0)
     if len(_PLANS) >= MAX_PLANS:
@@ -108,11 +107,11 @@ def _launch(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> 
         A, B = a.data_ptr(), b.data_ptr()
         kernel = _kernel(plan.dev, plan.M, plan.N, plan.K, la + lb, lda, ldb, plan.precision, plan.family,
                          deterministic(), (A | B) % 16 == 0)
-    floats = plan.workspace if kernel is plan.kernel else kernel.loaded.workspace_floats(plan.M, plan.N)
+    floats = plan.workspace if kernel is plan.kernel else kernel.workspace_floats(plan.M, plan.N)
     # The split-K workspace from PyTorch's allocator: stream-ordered on the current stream, part of
     # the graph under capture, and alive until the kernels are enqueued.
     workspace = torch.empty(floats, dtype=torch.float32, device=out.device) if floats else None
-    kernel.loaded.prepared(plan.M, plan.N, plan.K, lda, ldb, plan.N)(
+    kernel.prepared(plan.M, plan.N, plan.K, lda, ldb, plan.N)(
         A, B, out.data_ptr(), 1.0, 0.0, raw_stream(plan.dev), 0 if workspace is None else workspace.data_ptr())
 
 
@@ -149,12 +148,13 @@ class _on:
 
 
 def kernel_for(a: torch.Tensor, b: torch.Tensor, precision: Optional[str] = None,
-              family: Optional[str] = None) -> Kernel:
+              family: Optional[str] = None) -> Served:
     """The kernel ``gemmgen.torch.matmul(a, b, ...)`` launches for these tensors (picked now if new),
-    under the current deterministic-algorithms setting: ``.config.label or .config.name`` says which,
-    ``.config.layout`` how a and b were read (operands whose strides no kernel reads: their copies).
+    under the current deterministic-algorithms setting (:class:`gemmgen.runtime.library.Served`): ``.name``
+    says which, ``.family`` its family (a route's: "gemv", "small"), ``.layout`` how a and b were read
+    (operands whose strides no kernel reads: their copies); a GEMM kernel's ``.config`` is its KernelConfig.
 
-    >>> kernel_for(torch.rand(256, 64, device="cuda"), torch.rand(32, 64, device="cuda").t()).config.layout  # doctest: +GPU
+    >>> kernel_for(torch.rand(256, 64, device="cuda"), torch.rand(32, 64, device="cuda").t()).layout  # doctest: +GPU
     'NT'
     """
     plan = _PLANS.get(_key(a, b, precision, family)) or plan_for(a, b, precision, family)

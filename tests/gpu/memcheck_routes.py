@@ -34,7 +34,7 @@ def main() -> None:
                 for shift in (0, 1, 3):
                     A, B = operand(rng, M, K, layout[0], shift), operand(rng, K, N, layout[1], (shift + 1) % 4)
                     lds = [(x.strides[0] if c == "N" else x.strides[1]) // 4 for x, c in zip((A, B), layout)]
-                    got = library.kernel_for(M, N, K, layout, *lds, N).config.family
+                    got = library.kernel_for(M, N, K, layout, *lds, N).family
                     assert got == family, f"{M}x{N}x{K} {layout}: {got}, not {family}"
                     out = cp.asarray(rng.uniform(-1, 1, M * N + shift).astype(np.float32))
                     C0 = out[shift:].reshape(M, N).copy()

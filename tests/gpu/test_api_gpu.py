@@ -65,8 +65,8 @@ def test_fuzz_60_shapes_per_precision(precision, dtype, bound):
 
 def test_kernel_for_serves_each_precision_with_its_class():
     lib = gemmgen.load()
-    assert lib.kernel_for(1024, 1024, 1024, "NN").config.precision == "fp32"
-    assert lib.kernel_for(1024, 1024, 1024, "NN", precision="tf32").config.precision == "tf32"
+    assert lib.kernel_for(1024, 1024, 1024, "NN").precision == "fp32"
+    assert lib.kernel_for(1024, 1024, 1024, "NN", precision="tf32").precision == "tf32"
     half = lib.kernel_for(1024, 1024, 1024, "TN", precision="bf16").config
     assert (half.dtype, half.layout) == ("bf16", "TN")
 

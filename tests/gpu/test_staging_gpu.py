@@ -11,6 +11,7 @@ import pytest
 from gemmgen.kernel.presets import preset
 from gemmgen.measure.gate import rel_error
 from gemmgen.runtime.library import KernelLibrary
+from gemmgen.runtime.policy import DEFAULT
 from gemmgen.runtime.transpose import staged, staged_pair
 
 pytestmark = pytest.mark.gpu
@@ -32,17 +33,22 @@ def test_staged_copy_holds_the_same_matrix_in_the_wanted_layout(rows, cols, have
     assert contiguous and (y.strides[0] if want == "N" else y.strides[1]) == 4 * ld
 
 
-def test_staged_copy_strides_over_rows_past_the_grid(monkeypatch):
-    """More stored rows than gridDim.y's limit allows tiles for (here capped at 2 tiles of 32): each
-    block steps over the rest, and the copy is still exact."""
+@pytest.mark.parametrize("transpose,rows,cols,ldd", [(True, 1000, 37, 1000), (False, 50, 1100, 1104)])
+def test_a_copy_strides_over_tiles_past_its_grid(transpose, rows, cols, ldd):
+    """More tiles along y than the grid has blocks (``max_y`` 2 here, in place of gridDim.y's 65535: 32
+    tiles of 32 stored rows to transpose, 5 of 256 columns to pack): each block steps over the rest, and
+    the copy is still exact, NaN-poisoned padding aside."""
     import cupy as cp
 
-    from gemmgen.runtime import copy_kernels
+    from gemmgen.runtime.copy_kernels import Copy
 
-    monkeypatch.setattr(copy_kernels, "MAX_TILES_Y", 2)
-    x = cp.asarray(np.random.default_rng(5).uniform(-1, 1, (1000, 37)).astype(np.float32))
-    y, ld = staged(x, "N", "T", 4)
-    assert bool((y == x).all()) and ld == 1000
+    x = cp.asarray(np.random.default_rng(5).uniform(-1, 1, (rows, cols)).astype(np.float32))   # rows of cols, lds = cols
+    out_rows, out_cols = (cols, rows) if transpose else (rows, cols)
+    y = cp.full((out_rows, ldd), cp.nan, dtype=cp.float32)
+    copy = Copy(transpose, rows, cols, cols, ldd, max_y=2)
+    assert copy.grid[1] == 2
+    copy(x.data.ptr, y.data.ptr, cp.cuda.get_current_stream().ptr)
+    assert bool(((y[:, :out_cols].T if transpose else y[:, :out_cols]) == x).all())
 
 
 def _stored_copy(ptr: int, rows: int, ld: int, cols: int):
@@ -163,8 +169,6 @@ def test_a_kernel_started_early_reads_what_the_kernel_ahead_wrote(hopper, monkey
 
     from gemmgen.measure import launch
 
-    monkeypatch.setattr(launch, "AFTER_COPIES", True)
-    monkeypatch.setattr(launch, "AFTER_SCALE", True)
     early = []
 
     class Counted(launch.Dependent):   # the programmatic launches the driver took, counted
@@ -177,8 +181,10 @@ def test_a_kernel_started_early_reads_what_the_kernel_ahead_wrote(hopper, monkey
             return taken
 
     monkeypatch.setattr(launch, "Dependent", Counted)
-    lib = KernelLibrary(hopper.spec, {}, hopper.device_id)
+    lib = KernelLibrary(hopper.spec, {}, hopper.device_id,
+                        policy=DEFAULT.replace(early_after_copies=True, early_after_scale=True))
     kernel = lib.kernel(cfg)
+    assert kernel.loaded.after_copies and kernel.loaded.after_scale   # the library's policy, given the kernel
     flip_a, flip_b = layout[0] != cfg.layout[0], layout[1] != cfg.layout[1]
     monkeypatch.setattr(lib, "plan_for", lambda *args, **kw: (kernel, flip_a, flip_b))
     monkeypatch.setattr(matmul_module, "library_for", lambda dev, strict: lib)
