@@ -63,6 +63,15 @@ def sources(config, arch: str, old_dir: Path) -> tuple[str, str]:
     return old, render.render_validated(config, arch).code
 
 
+def old_template(config: dict, old_dir: Path) -> str:
+    """The name of the config's top-level template where ``old_dir`` lacks it, else ''."""
+    from gemmgen.codegen.render import TEMPLATES, schedule
+    from gemmgen.kernel.config import KernelConfig
+
+    name = TEMPLATES[schedule(KernelConfig.from_dict(config))]
+    return "" if (old_dir / name).is_file() else name
+
+
 def measure(session, config, shape, codes: tuple[str, str], rounds: int, rep_ms: float) -> dict:
     """Both sources timed ``rounds`` times, their order swapped each round: medians of old, new, cuBLAS."""
     old_ms, new_ms, cub, err = [], [], [], {}
@@ -90,7 +99,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     known = configs()
     try:
-        if not (args.old / "wgmma_tma.cu.j2").is_file():
+        if not (args.old / "common.cuh.j2").is_file():
             raise ValueError(f"--old {str(args.old)!r} holds no templates (want a folder like templates/, e.g. "
                              "from git archive REV templates | tar -x -C DIR)")
         if args.rounds < 1:
@@ -98,6 +107,11 @@ def main(argv=None) -> int:
         if args.json and not Path(args.json).resolve().parent.is_dir():
             raise ValueError(f"--json {args.json!r}: its folder does not exist")
         items = [parse_item(i, known) for i in args.items]
+        for name, _ in items:
+            missing = old_template(known[name], args.old)
+            if missing:
+                raise ValueError(f"--old {str(args.old)!r} has no {missing}, the template of {name} (older templates "
+                                 "named the schedules' templates otherwise: compare with a REV that has it)")
     except ValueError as err:
         print(f"template_ab: {err}", file=sys.stderr)
         return 2

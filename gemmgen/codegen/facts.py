@@ -153,8 +153,8 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
 
 
 def operand(c: KernelConfig, op: str) -> SimpleNamespace:
-    """How one K step's tile of A or B lies in global memory and lands in shared memory (the index
-    math is written in templates/pipeline.cuh.j2 from these facts).
+    """How one K step's tile of A or B lies in global memory and lands in shared memory, with the index
+    math of its copies (:func:`copy_index`).
 
     The global tile has ``rows`` x ``cols`` with ``cols`` contiguous; its rows are k when
     ``rows_are_k`` (A stored T, B stored N), else m or n. Each thread moves ``loads`` vectors of
@@ -168,7 +168,40 @@ def operand(c: KernelConfig, op: str) -> SimpleNamespace:
     # a vector stays whole in shared memory when the shared tile's rows are the global tile's rows
     smem_vec = kmajor == rows_are_k and ld % c.vec == 0
     return SimpleNamespace(op=op, rows_are_k=rows_are_k, loads=rows * cols // (c.vec * c.threads), rows=rows,
-                           cols=cols, smem_vec=smem_vec, vec=c.vec)
+                           cols=cols, smem_vec=smem_vec, vec=c.vec, **copy_index(op, rows_are_k))
+
+
+def copy_index(op: str, rows_are_k: bool) -> dict[str, str]:
+    """The index math (C expressions) of one copy of a K step's tile of ``op``: the copy moves row ``r``,
+    columns ``cc`` .. ``cc + VEC - 1`` of the global tile, which starts at row ``row0`` and column ``col0``
+    and ends before ``row_end`` and ``col_end``: A[m][k] (N) or A[k][m] (T), B[k][n] (N) or B[n][k] (T).
+
+    >>> d = copy_index("A", False)
+    >>> d["gptr"], d["soff"], d["row_ok"]
+    ('A + (long long)(bm0 + r) * lda + (k0 + cc)', 'a_off(cc, r)', 'bm0 + r < M')
+    >>> copy_index("B", True)["gptr_clamped"]
+    'B + (long long)(k0 + r) * ldb + min(bn0 + cc, (N - 1) / VEC * VEC)'
+    """
+    mn0, mn_end = ("bm0", "M") if op == "A" else ("bn0", "N")
+    row0, col0 = ("k0", mn0) if rows_are_k else (mn0, "k0")
+    row_end, col_end = ("kEnd", mn_end) if rows_are_k else (mn_end, "kEnd")
+    src = f"{op} + (long long)"
+    # clamped: a row (or vector) past the edge of M or N is read at the last one inside instead (the
+    # interleaved SIMT loop's edges; K is not clamped)
+    clamped = (f"{src}({row0} + r) * ld{op.lower()} + min({mn0} + cc, ({mn_end} - 1) / VEC * VEC)" if rows_are_k
+               else f"{src}min({mn0} + r, {mn_end} - 1) * ld{op.lower()} + ({col0} + cc)")
+    off = f"{op.lower()}_off"
+    return dict(
+        mn0=mn0,                                          # the block's first m (A) or n (B)
+        row0=row0, col0=col0,                             # the global tile's first row and column
+        row_end=row_end, col_end=col_end,                 # ... and the row and column past its end
+        gptr=f"{src}({row0} + r) * ld{op.lower()} + ({col0} + cc)",   # the copy's source in global memory
+        gptr_clamped=clamped,                             # ... with rows (vectors) past M or N read at the last inside
+        row_ok=f"{row0} + r < {row_end}",                 # whether the copy's row is inside the matrix
+        col=f"{col0} + cc",                               # the copy's first column
+        soff=f"{off}(r, cc)" if rows_are_k else f"{off}(cc, r)",   # its first element in shared memory
+        soff_e=f"{off}(r, cc + e)" if rows_are_k else f"{off}(cc + e, r)",   # its element e there
+    )
 
 
 def shifted_rows(c: KernelConfig) -> bool:

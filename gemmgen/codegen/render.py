@@ -26,11 +26,26 @@ from ..kernel.rules import DeviceLike, as_device, validate
 from .build_line import PLACEHOLDER
 from .facts import facts
 
-# The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
-WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
-TMA_TEMPLATE = "wgmma_tma.cu.j2"   # its warp-specialized TMA pipeline (tma = true), every input type
-TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
+# One top-level template per mainloop schedule. The warp-specialized Hopper kernels have one per copy kind of
+# their producer (TMA, cp.async), sharing the ws_*.cuh.j2 partials; the tensor-core families share one
+# template per instruction (tf32x3 adds the small-part products to tf32's).
+TEMPLATES = {"ws_tma": "ws_tma.cu.j2",           # warp-specialized, producer copies with TMA (every input type)
+             "ws_cpasync": "ws_cpasync.cu.j2",   # warp-specialized, producer copies with cp.async (3xTF32)
+             "wgmma": "wgmma.cu.j2",             # the Hopper variant of the TF32 families, cp.async ring
+             "naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
              "wmma": "wmma.cu.j2", "skinny": "skinny.cu.j2"}
+
+
+def schedule(config: KernelConfig) -> str:
+    """The config's mainloop schedule, the key of its template in :data:`TEMPLATES`.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> [schedule(preset(n)) for n in ("tf32x3-ws", "v8")]
+    ['ws_cpasync', 'simt']
+    """
+    if config.tma:
+        return "ws_tma" if config.tensor_maps else "ws_cpasync"
+    return "wgmma" if config.mma == "wgmma" else config.family
 
 
 @dataclass(frozen=True)
@@ -117,8 +132,7 @@ def render_validated(config: KernelConfig, arch: str, command: str | None = None
 def _code(config: KernelConfig, arch: str, command: str, harness: bool, file: str) -> str:
     g = facts(config, command, arch, harness, file)
     env = environment()
-    template = TMA_TEMPLATE if config.tma else WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
-    code = env.get_template(template).render(c=config, g=g)
+    code = env.get_template(TEMPLATES[schedule(config)]).render(c=config, g=g)
     if harness:
         code += env.get_template("harness.cu.j2").render(c=config, g=g)
     return _BLANK_RUNS.sub("\n\n", code)

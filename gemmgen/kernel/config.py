@@ -71,7 +71,7 @@ class KernelConfig(SharedMemory):
     dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
     mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
     tma: bool = False             # wgmma only: a producer warpgroup fills mbarrier stages beside BM/WM
-                                  # consumer warpgroups (templates/wgmma_tma.cu.j2), by TMA, or with
+                                  # consumer warpgroups (templates/ws_tma.cu.j2), by TMA, or with
                                   # async_copy by cp.async from any layout and row alignment (3xTF32)
     persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
     pingpong: bool = False        # persistent TMA only: two consumer warpgroups take the block's tiles of C in

@@ -2,7 +2,7 @@
 
 An atomic split-K kernel adds every slice's alpha * partial into C, so C must first hold beta * C; a
 ``_scale`` kernel launched ahead of it did that. The warp-specialized kernels (``config.split_flags``;
-templates/common.cuh.j2 and wgmma_tma_parts.cuh.j2, ``split_clear``) do it themselves when W points at
+templates/common.cuh.j2 and ws_epilogue.cuh.j2, ``split_clear``) do it themselves when W points at
 flags: slice 0's consumers set C's tile to beta * C before their first stage, meet at a barrier, and one
 thread sets the tile's word; in each block of the other slices one thread waits for the word before the
 consumer barrier that precedes every atomic add (by then long set), then counts the block. Slice 0's
