@@ -229,7 +229,7 @@ class _FakeKernel:
     def __init__(self, bounds="checked", workspace=0):
         import types
 
-        self.config = types.SimpleNamespace(bounds=bounds, tma=False, tensor_maps=False, interleave=False, family="simt")
+        self.config = types.SimpleNamespace(bounds=bounds, warp_specialized=False, tensor_maps=False, interleave=False, family="simt")
         self.launches = []   # (the operands as a namespace, the stream, the workspace pointer)
 
         def prepared(M, N, K, lda, ldb, ldc):

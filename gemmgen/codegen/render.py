@@ -27,8 +27,8 @@ from .build_line import PLACEHOLDER
 from .facts import facts
 
 # The tensor-core families share one template: tf32x3 adds the small-part products to tf32's.
-WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper variant of the TF32 families (mma = "wgmma")
-TMA_TEMPLATE = "wgmma_tma.cu.j2"   # its warp-specialized TMA pipeline (tma = true), every input type
+WGMMA_TEMPLATE = "wgmma.cu.j2"   # the Hopper mainloop of the TF32 families (mainloop = "wgmma")
+TMA_TEMPLATE = "wgmma_tma.cu.j2"   # the warp-specialized mainloops (ws_tma, ws_cpasync), every input type
 TEMPLATES = {"naive": "naive.cu.j2", "simt": "simt.cu.j2", "tf32": "tc.cu.j2", "tf32x3": "tc.cu.j2",
              "wmma": "wmma.cu.j2", "skinny": "skinny.cu.j2"}
 
@@ -117,7 +117,7 @@ def render_validated(config: KernelConfig, arch: str, command: str | None = None
 def _code(config: KernelConfig, arch: str, command: str, harness: bool, file: str) -> str:
     g = facts(config, command, arch, harness, file)
     env = environment()
-    template = TMA_TEMPLATE if config.tma else WGMMA_TEMPLATE if config.mma == "wgmma" else TEMPLATES[config.family]
+    template = TMA_TEMPLATE if config.warp_specialized else WGMMA_TEMPLATE if config.uses_wgmma else TEMPLATES[config.family]
     code = env.get_template(template).render(c=config, g=g)
     if harness:
         code += env.get_template("harness.cu.j2").render(c=config, g=g)

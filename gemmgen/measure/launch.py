@@ -18,7 +18,7 @@ from .splitflags import flags_for, words
 from .tensormap import TmaMap, encode
 
 _SMEM_DEFAULT_LIMIT = 48 * 1024
-# Hopper GEMM kernels (mma = wgmma) begin with griddepcontrol.wait, so they may be launched as the
+# Hopper GEMM kernels (the wgmma mainloops) begin with griddepcontrol.wait, so they may be launched as the
 # programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
 # finishes instead of after. AFTER_COPIES: behind matmul's operand copies (runtime.calls.Prepared);
 # AFTER_SCALE: behind an atomic split's scale kernel. Neither of those triggers early (the dependent is
@@ -42,7 +42,7 @@ def param_struct(name: str, fields: str) -> type:
 _MAIN = param_struct("_Main", "M:i N:i K:i alpha:f A:p lda:i B:p ldb:i beta:f C:p ldc:i W:p")
 _SCALE = param_struct("_Scale", "M:i N:i beta:f C:p ldc:i")
 _REDUCE = param_struct("_Reduce", "M:i N:i alpha:f beta:f C:p ldc:i W:p")
-# The TMA kernels (tma = true) take the tensor maps of A and B after the common parameters.
+# The TMA kernels (mainloop = ws_tma) take the tensor maps of A and B after the common parameters.
 _MAIN_TMA = type("_MainTma", (ctypes.Structure,), {"_fields_": _MAIN._fields_ + [("tmA", TmaMap), ("tmB", TmaMap)]})
 
 
@@ -103,7 +103,7 @@ class LoadedKernel:
         self.dependent = config.split_workspace and supported(binary.arch)
         # the main kernel waits for the grid ahead of it (templates/common.cuh.j2 wait_for_inputs); a
         # planted source (``planted``: not the template's) may not, so it never starts early
-        self.waits = not planted and config.mma == "wgmma" and supported(binary.arch)
+        self.waits = not planted and config.uses_wgmma and supported(binary.arch)
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
             # (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
@@ -197,12 +197,12 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after", "flag_words")
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tensor_maps", "_last", "reduce_after", "main_after", "flag_words")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
         self.kernel, self.M, self.N, self.K, self.lda, self.ldb = kernel, M, N, K, lda, ldb
-        self.tma = c.tensor_maps
+        self.tensor_maps = c.tensor_maps
         self.main = ParamBuffer(_MAIN_TMA if c.tensor_maps else _MAIN)
         p = self.main.params
         p.M, p.N, p.K, p.lda, p.ldb, p.ldc = M, N, K, lda, ldb, ldc
@@ -241,7 +241,7 @@ class Launch:
                 q.beta, q.C = beta, C
                 launch(self.fn_scale, *self.egrid, 256, 1, 1, 0, stream, self.scale.argv_ptr, 0)
                 scaled = True
-        if self.tma and self._last != (A, B):
+        if self.tensor_maps and self._last != (A, B):
             p.tmA, p.tmB = self.kernel.tensor_maps(A, self.lda, B, self.ldb, self.M, self.N, self.K)
             self._last = (A, B)
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta
