@@ -166,11 +166,12 @@ def main(argv=None) -> int:
             old = digests(tree, cfgs, arch)
     except (RenderFailed, subprocess.CalledProcessError) as err:
         ap.error(f"--since {args.since}: {str(err).splitlines()[0]}")
+    from gemmgen.kernel.config import KernelConfig
     names = changed(old, new)
     by: dict[str, int] = {}
     for n in names:
         c = cfgs[n]
-        kind = f"{c['family']} {c.get('mma', 'sync')}{' tma' if c.get('tma') else ''}"
+        kind = f"{c['family']} {c.get('mainloop') or KernelConfig.from_dict(c).mainloop}"
         by[kind] = by.get(kind, 0) + 1
     print(f"{len(names)} of {len(cfgs)} kernels render differently since {args.since}"
           + "".join(f"\n  {k}: {v}" for k, v in sorted(by.items())))

@@ -26,7 +26,7 @@ def cases() -> dict:
     from gemmgen.tune.space import sample_valid
 
     def arch_of(c):
-        return "sm_90" if c.mma == "wgmma" else "sm_80" if c.tensor_core else "sm_86"
+        return "sm_90" if c.uses_wgmma else "sm_80" if c.tensor_core else "sm_86"
 
     out = {n: (preset(n), arch_of(preset(n))) for n in names()}
     out["v13_sm90"] = (preset("v13", "sm_90"), "sm_90")

@@ -83,7 +83,7 @@ def test_built_in_kernels_are_valid_where_they_are_offered(gpu, families):
     fits = builtin.builtin_fits(spec, "fp32")
     assert fits and {f.config.family for f in fits} == families
     assert all(not explain(f.config, spec) for f in fits)
-    wgmma = any(f.config.mma == "wgmma" for f in fits)
+    wgmma = any(f.config.uses_wgmma for f in fits)
     assert wgmma == (spec.cc == (9, 0))
     assert builtin.builtin_fits(spec, "tf32") == []       # other classes keep their preset
 

@@ -256,7 +256,7 @@ def test_list_keys_names_every_key_with_type_and_valid_values(capsys):
 
     code, out, _ = run(capsys, "emit", "--list-keys")
     keys = {line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")}
-    assert code == 0 and set(KernelConfig().to_dict()) - {"label"} <= keys | {"persistent", "pingpong"}
+    assert code == 0 and set(KernelConfig().to_dict()) - {"label"} <= keys | {"scheduler", "persistent_blocks"}
     assert "layout  str (one of NN, NT, TN, TT), default NN" in out and "stages  int, default 1" in out
     assert max(map(len, out.splitlines())) <= 100
 

@@ -37,7 +37,7 @@ CASES = {   # argv ({t}: the temporary folder), words the error line must contai
     "bad key and bool": ("explain --preset v8 --set BM=abc --set prefetch=maybe", ["BM = 'abc'", "'maybe'", "true or false"]),
     "layout=XY": ("emit --preset v8 --set layout=XY", ["'XY'", "NN, NT, TN, TT"]),
     "dtype": ("emit --preset v8 --set dtype=f64", ["'f64'", "f32, f16, bf16"]),
-    "mma": ("emit --preset tf32 --set mma=foo", ["'foo'", "sync, wgmma"]),
+    "mainloop": ("emit --preset tf32 --set mainloop=foo", ["'foo'", "simt, mma_sync, wgmma, ws_cpasync, ws_tma"]),
     "swizzle": ("emit --preset v8 --set swz_a=3", ["swz_a = 3", "16"]),
     "unknown key": ("emit --preset v8 --set tile=3", ["tile", "valid keys", "BM"]),
     "not KEY=VALUE": ("emit --preset v8 --set =3", ["'=3'", "KEY=VALUE"]),

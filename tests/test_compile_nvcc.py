@@ -124,7 +124,7 @@ def _harness_path(c) -> tuple:
     """What the --harness main() of a config depends on (templates/harness.cu.j2's branches): two
     configs with the same path differ in the program only in constants and the kernel, which
     test_every_preset_compiles compiles already."""
-    return (c.family == "naive", c.coalesced if c.family == "naive" else None, c.dtype, c.precision, c.mma,
+    return (c.family == "naive", c.coalesced if c.family == "naive" else None, c.dtype, c.precision, c.mainloop,
             c.bounds, c.split_atomic, c.split_workspace, c.layout, c.smem_bytes > 48 * 1024)
 
 

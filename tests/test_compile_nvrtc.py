@@ -1,6 +1,6 @@
 """NVRTC (the compiler gemmgen uses on a GPU machine) builds a cubin of each kind of kernel for every
 architecture CUDA 13 builds for, sm_75 to sm_121, where the rules say the kind runs: one preset per
-(family, mma, tma) and architecture (presets.representatives), no GPU needed.
+(family, mainloop) and architecture (presets.representatives), no GPU needed.
 
 The compiles are queued at once through build.compile_many (one NVRTC process per core) into an empty
 compile cache, so every cubin is built here; 63 of them took 83 s on one busy core of the CI machine,

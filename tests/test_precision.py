@@ -25,7 +25,7 @@ def test_fallbacks_are_valid_on_every_arch(arch, precision):
             assert REFUSED[(arch, precision)] in rules
             continue
         assert rules == [], (cfg.label, layout)
-        assert cfg.mma == "sync" or arch == "sm_90"
+        assert not cfg.uses_wgmma or arch == "sm_90"
 
 
 @pytest.mark.filterwarnings("ignore:gemmgen. no tuned")   # the built-in presets serve: what is checked here
@@ -43,7 +43,7 @@ def test_an_unknown_gpu_is_served_by_presets_of_its_arch():
     for precision in PRECISIONS:
         for M, N, K in ((4096, 4096, 4096), (1000, 777, 513)):
             config, _ = lib.kernel_for(M, N, K, "NN", precision=precision)
-            assert config.mma == "sync" and explain(config, spec) == [], (precision, config.label)
+            assert not config.uses_wgmma and explain(config, spec) == [], (precision, config.label)
             assert render(config, spec).code
 
 

@@ -167,10 +167,10 @@ def test_an_unaligned_prediction_is_not_corrected_by_aligned_measurements_near()
 
 def test_unaligned_guess_is_milder_for_warp_specialized_cp_async_kernels():
     """With no unaligned measurement near, the 4-byte copies of a kernel whose producer warpgroup copies
-    (tma + async_copy) are guessed UNALIGNED_WS times slower, the others' UNALIGNED times: of two kernels
+    (mainloop ws_cpasync) are guessed UNALIGNED_WS times slower, the others' UNALIGNED times: of two kernels
     equally fast on aligned rows, the warp-specialized one serves the unaligned request."""
     ws = preset("tf32x3-ws")
-    plain = ws.replace(tma=False, async_copy=False, BN=128, WN=64, stages=3, layout="NN")
+    plain = ws.replace(mainloop="mma_sync", BN=128, WN=64, stages=3, layout="NN")
     fits = [Fitted.fit(c, {s: synthetic(BIG, s) for s in GRID}, H100) for c in (ws, plain)]
     odd = Shape(3001, 2999, 1001)
     a, b = (f.predict(odd, False) / f.predict(odd, True) for f in fits)

@@ -88,7 +88,7 @@ def test_split_k_reduce_waits_for_the_main_kernel_on_hopper(cfg):
     assert body.index("#if __CUDA_ARCH__ >= 900") < body.index("griddepcontrol.wait") < body.index("sum +=")
     for c in (cfg, cfg.replace(split_k=1)):                                     # atomic split-K, unsplit
         code = render(c, "sm_90").code
-        if c.mma != "wgmma":
+        if not c.uses_wgmma:
             assert "griddepcontrol" not in code
             continue
         main = code[code.index(f"void __launch_bounds__"):]
@@ -102,7 +102,7 @@ def test_split_k_reduce_waits_for_the_main_kernel_on_hopper(cfg):
 
 
 @pytest.mark.parametrize("cfg", [preset("tf32x3-wgmma"), preset("tf32x3-tma"), preset("tf32x3-ws"),
-                                 preset("tf32x3-ws-m"), preset("tf32x3-tma").replace(BN=128, WN=128, persistent=132),
+                                 preset("tf32x3-ws-m"), preset("tf32x3-tma").replace(BN=128, WN=128, scheduler="persistent", persistent_blocks=132),
                                  preset("tf32-tma"), preset("f16-tma"), preset("tf32x3-ws").replace(split_k=4)],
                          ids=lambda c: c.name)
 def test_every_hopper_gemm_kernel_waits_before_it_touches_memory(cfg):

@@ -144,13 +144,13 @@ def test_interleave_is_named_and_left_out_of_configs_without_it():
 def test_every_architecture_has_its_kinds():
     """sm_75 runs the kinds without cp.async and TF32; sm_80 and newer add the tensor-core and skinny
     families; only sm_90 has wgmma and TMA kernels (Blackwell runs the mma.sync ones)."""
-    kinds = {a: {k[0] + ("-wgmma" if k[1] == "wgmma" else "") + ("-tma" if k[2] else "")
-                 for k in representatives(a)} for a in ARCHS}
+    kinds = {a: {k[0] + {"simt": "", "mma_sync": ""}.get(k[1], "-" + k[1]) for k in representatives(a)}
+             for a in ARCHS}
     assert kinds["sm_75"] == {"naive", "simt", "wmma"}
     mma_sync = {"naive", "simt", "wmma", "skinny", "tf32", "tf32x3"}
     assert all(kinds[a] == mma_sync for a in ARCHS if a not in ("sm_75", "sm_90"))
-    assert kinds["sm_90"] == mma_sync | {"tf32-wgmma", "tf32x3-wgmma", "tf32x3-wgmma-tma", "tf32-wgmma-tma",
-                                         "wmma-wgmma-tma"}
+    assert kinds["sm_90"] == mma_sync | {"tf32-wgmma", "tf32x3-wgmma", "tf32x3-ws_tma", "tf32x3-ws_cpasync",
+                                         "tf32-ws_tma", "wmma-ws_tma"}
 
 
 @pytest.mark.parametrize("name,arch,rule,words", [

@@ -199,12 +199,12 @@ def test_tensor_core_spaces_draw_only_their_parameters(family, arch):
         assert c.family == family and c.async_copy and c.vec == 4 and 2 <= c.stages <= 5
         # a_kmajor: drawn for the TMA kernel in TN/TT; where the rules then refuse it (two blocks an SM
         # without room for A's padding) the trial is pruned
-        unused = (tma if c.tma else tensor_core).unused(c)
+        unused = (tma if c.warp_specialized else tensor_core).unused(c)
         assert all(getattr(c, k) == getattr(ref, k) for k in (*unused, "dtype") if k != "a_kmajor"), c.name
-        assert c.a_kmajor or (c.tma and c.layout in ("TN", "TT")), c.name
-        assert c.BM == c.WM * (c.BM // c.WM) and c.BK in ((32, 64) if c.mma == "wgmma" else (16, 32))
+        assert c.a_kmajor or (c.warp_specialized and c.layout in ("TN", "TT")), c.name
+        assert c.BM == c.WM * (c.BM // c.WM) and c.BK in ((32, 64) if c.uses_wgmma else (16, 32))
         assert not (c.pad_a and c.swz_a > 1) and not (c.pad_b and c.swz_b > 1)
-        assert c.mma == "sync" or arch == "sm_90"
+        assert not c.uses_wgmma or arch == "sm_90"
 
 
 @pytest.mark.slow   # seconds: many draws, a compile or several processes
@@ -259,15 +259,15 @@ def test_tf32_and_tf32x3_spaces_stay_in_step():
     # 3xTF32 holds big and small fragments: smaller warp tiles at BK=32, no 256-row wgmma tiles, and
     # its small parts of A take shared memory beside the ring (wg_BK's fit); on the TMA pipeline it
     # holds sums and partials (BN up to 208, not 256) and B's small parts beside each stage; only its
-    # warp-specialized kernel has the cp.async producer, so only it draws tma in every layout, and how
-    # that producer stages an m-contiguous A (a_kmajor)
-    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages", "tma", "tm_async", "a_kmajor"}
+    # warp-specialized kernel has the cp.async producer, so only it draws ws in every layout and
+    # ws_mainloop (ws_tma or ws_cpasync), and how that producer stages an m-contiguous A (a_kmajor)
+    assert differ == {"WN", "BK", "wg_BM", "wg_BK", "tm_BN", "tm_stages", "ws", "ws_mainloop", "a_kmajor"}
     assert a["arch"] == b["arch"]
 
 
 def test_tf32x3_draws_no_spilling_64x64_warp_tiles():
     for arch in ("sm_80", "sm_90"):
-        assert not [c for c in _draws(load_space("tf32x3", arch), 400) if c.mma == "sync" and c.WM * c.WN > 2048]
+        assert not [c for c in _draws(load_space("tf32x3", arch), 400) if not c.uses_wgmma and c.WM * c.WN > 2048]
         assert [c for c in _draws(load_space("tf32", arch), 400) if c.WM * c.WN == 4096]
 
 
@@ -277,11 +277,11 @@ def test_bk_and_min_blocks_follow_shared_memory():
     for arch, draws in big.items():
         limit = for_arch(arch).smem_per_block_optin
         for c in draws:
-            if c.BK == 32 and c.mma == "sync":
+            if c.BK == 32 and not c.uses_wgmma:
                 assert c.stages * (c.BM * (32 + c.pad_a) + c.BN * (32 + c.pad_b)) * 4 <= limit
             if c.min_blocks == 2:
                 assert 2 * c.smem_bytes <= for_arch(arch).smem_per_sm
-    deep = {arch: sum(c.mma == "sync" and c.BK == 32 and c.stages >= 4 and c.BM * c.BN >= 128 * 128 for c in d)
+    deep = {arch: sum(not c.uses_wgmma and c.BK == 32 and c.stages >= 4 and c.BM * c.BN >= 128 * 128 for c in d)
             for arch, d in big.items()}
     assert deep["sm_90"] > 0 and deep["sm_86"] == 0
 
@@ -308,9 +308,9 @@ def test_later_expressions_see_the_default_of_an_undrawn_parameter(tmp_path):
 def test_wgmma_draws_on_sm_90_are_mostly_valid(family, layout):
     """On sm_90 about half the draws are wgmma kernels, and nine in ten of those pass the rules
     (measured: 100% for 3xTF32; TF32's 256-row tiles with 4 stages overflow shared memory in TN/TT)."""
-    draws = [c for c in _draws(load_space(family, "sm_90"), 1200, seed=5, layout=layout) if c.mma == "wgmma"]
+    draws = [c for c in _draws(load_space(family, "sm_90"), 1200, seed=5, layout=layout) if c.uses_wgmma]
     assert 0.35 < len(draws) / 1200 < 0.65
-    draws = [c for c in draws if not c.tma]   # the TMA draws (NT only): test_tma_draws_on_sm_90
+    draws = [c for c in draws if not c.warp_specialized]   # the TMA draws (NT only): test_tma_draws_on_sm_90
     violations = [explain(c, "sm_90") for c in draws]
     assert sum(not v for v in violations) / len(draws) >= 0.9
     assert {v.rule for vs in violations for v in vs} <= {"SHARED_MEMORY"}
@@ -331,8 +331,8 @@ def test_tma_draws_on_sm_90(family):
     for the other kernels. The 3xTF32 space also draws its cp.async producer (async_copy): in NT beside
     the copy engine, in the other layouts alone; the TF32 space draws it nowhere."""
     space = load_space(family, "sm_90")
-    wgmma = [c for c in _draws(space, 1200, seed=7, layout="NT") if c.mma == "wgmma"]
-    tma = [c for c in wgmma if c.tma]
+    wgmma = [c for c in _draws(space, 1200, seed=7, layout="NT") if c.uses_wgmma]
+    tma = [c for c in wgmma if c.warp_specialized]
     assert 0.35 < len(tma) / len(wgmma) < 0.65
     violations = [explain(c, "sm_90") for c in tma]
     assert sum(not v for v in violations) / len(tma) >= 0.8
@@ -346,7 +346,7 @@ def test_tma_draws_on_sm_90(family):
         assert (c.WM, c.WN, c.BK, c.swz_a, c.swz_b, c.pad_b, c.bounds) == (64, c.BN, 32, 8, 8, 0, "checked")
         assert space.sample(optuna.trial.FixedTrial(space.params_of(c)), "NT") == c
     for layout in ("NN", "TN", "TT"):
-        ws = [c for c in _draws(space, 300, seed=8, layout=layout) if c.tma]
+        ws = [c for c in _draws(space, 300, seed=8, layout=layout) if c.warp_specialized]
         assert all(c.async_copy for c in ws) and (len(ws) > 20 if family == "tf32x3" else not ws)
         assert sum(not explain(c, "sm_90") for c in ws) >= 0.7 * len(ws)
 
@@ -355,13 +355,13 @@ def test_tma_draws_on_sm_90(family):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89"])
 def test_no_wgmma_draws_before_hopper(family, arch):
     space = load_space(family, arch)
-    assert {c.mma for c in _draws(space, 500, seed=6)} == {"sync"}
-    assert "mma" not in space.grid() and load_space(family, "sm_90").grid()["mma"] == ["sync", "wgmma"]
+    assert {c.mainloop for c in _draws(space, 500, seed=6)} == {"mma_sync"}
+    assert "wgmma" not in space.grid() and load_space(family, "sm_90").grid()["wgmma"] == [False, True]
 
 
 def test_sync_stays_reachable_on_sm_90():
     """mma.sync remains half of the Hopper space (it is the kernel of sm_80/86/89), valid as before."""
-    draws = [c for c in _draws(load_space("tf32x3", "sm_90"), 1500, seed=7) if c.mma == "sync"]
+    draws = [c for c in _draws(load_space("tf32x3", "sm_90"), 1500, seed=7) if not c.uses_wgmma]
     assert len(draws) > 500
     assert sum(not explain(c, "sm_90") for c in draws) / len(draws) >= 0.85
 
@@ -371,7 +371,7 @@ def test_wgmma_configs_round_trip_through_params(family):
     """Winners of a wgmma search (and their split-K variants) are enqueued as ordinary trials elsewhere."""
     space = load_space(family, "sm_90")
     for layout in ("NN", "TT"):
-        configs = [c for c in sample_valid(80, "sm_90", seed=8, layout=layout, family=family) if c.mma == "wgmma"]
+        configs = [c for c in sample_valid(80, "sm_90", seed=8, layout=layout, family=family) if c.uses_wgmma]
         assert len(configs) > 20
         for c in configs:
             params = space.params_of(c)

@@ -89,7 +89,7 @@ def test_only_staged_warp_specialized_atomic_splits_clear_c_themselves():
     assert ws.replace(BN=24, WN=24, stages=6, split_k=4, swap=True).split_flags
     assert not ws.replace(BM=256, BN=128, WN=128, stages=2, split_k=2).split_flags          # unstaged
     assert not ws.replace(BN=64, WN=64, stages=6, split_k=4, reduce="workspace").split_flags
-    assert not ws.replace(stages=2, persistent=16).split_flags
+    assert not ws.replace(stages=2, scheduler="persistent", persistent_blocks=16).split_flags
     assert not preset("v6").replace(split_k=4, reduce="atomic").split_flags
     c = ws.replace(BN=64, WN=64, stages=6, split_k=4)                                       # 128x64 tiles
     assert c.split_one_launch(300, 200, 132) and not c.replace(split_k=16).split_one_launch(300, 200, 132)

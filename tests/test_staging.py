@@ -97,7 +97,7 @@ def test_unaligned_rows_are_copied_where_the_copy_beats_even_the_aligned_predict
                                               for n in SIZES}, H100)
     fits_for = lambda layout: {"NT": [cp, fits(1.4)("NT")[0]]}.get(layout, [])
     copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 1023, "NT", 1023, 1023, 4096)
-    assert (copy_a, copy_b, fit.config.tma) == (True, True, True)
+    assert (copy_a, copy_b, fit.config.warp_specialized) == (True, True, True)
 
 
 FAR = (32768, 512, 512, "NN", 512, 512, 512)   # far from every cube either kernel was timed on; B is small
@@ -137,9 +137,9 @@ def test_shipped_h100_results_serve_large_nn_through_the_tma_kernel_and_small_on
     lib = KernelLibrary(H100, r.entries, 0, False, r.timings)
     fits_for = lambda layout: lib.candidates("fp32", layout)
     copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "NN", 4096, 4096, 4096)
-    assert fit.config.tma and fit.config.layout == "NT" and (copy_a, copy_b) == (False, True)
+    assert fit.config.warp_specialized and fit.config.layout == "NT" and (copy_a, copy_b) == (False, True)
     copy_a, copy_b, fit = stage_plan(fits_for, 4096, 4096, 4096, "TT", 4096, 4096, 4096)
-    assert fit.config.tma and (copy_a, copy_b) == (True, False)
+    assert fit.config.warp_specialized and (copy_a, copy_b) == (True, False)
     copy_a, copy_b, fit = stage_plan(fits_for, 1000, 1000, 1000, "NN", 1000, 1000, 1000)
     assert fit.config.layout == "NN" and not (copy_a or copy_b)
 
@@ -153,7 +153,7 @@ def test_shipped_h100_results_copy_a_skinny_operand_into_a_split_tma_kernel_and_
     lib = KernelLibrary(H100, r.entries, 0, False, r.timings)
     fits_for = lambda layout: lib.candidates("fp32", layout)
     copy_a, copy_b, fit = stage_plan(fits_for, 4096, 16, 16384, "NN", 16384, 16, 16)
-    assert fit.config.tma and fit.config.split_k > 1 and (copy_a, copy_b) == (False, True)
+    assert fit.config.warp_specialized and fit.config.split_k > 1 and (copy_a, copy_b) == (False, True)
     copy_a, copy_b, fit = stage_plan(fits_for, 143, 849, 3291, "NN", 3291, 849, 849)
     assert fit.config.layout == "NN" and not (copy_a or copy_b)
 

@@ -207,7 +207,7 @@ def test_old_files_without_precision_load(isolated):
     """Files written before precision classes: plain keys, no precision field; read off the config."""
     shipped, _ = isolated
     old = {k: v for k, v in entry("4096x4096x4096", 20.0).to_dict().items() if k != "precision"}
-    old["config"] = {k: v for k, v in old["config"].items() if k not in ("dtype", "mma")}
+    old["config"] = {k: v for k, v in old["config"].items() if k not in ("dtype", "mainloop")}
     (shipped / FILE).write_text(json.dumps({"schema": 1, "device": H100, "entries": {"4096x4096x4096/NN": old}}))
     e = load_device(H100).entries["4096x4096x4096/NN"]
     assert e.precision == "fp32" and e.kernel_config == preset("v10") and e.tflops == 20.0

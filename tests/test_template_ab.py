@@ -13,7 +13,7 @@ ab = load("template_ab")
 
 def _ws_kernel():
     known = ab.configs()
-    return next(n for n, c in known.items() if c.get("tma") and c.get("async_copy") and c["split_k"] == 1), known
+    return next(n for n, c in known.items() if c.get("mainloop") == "ws_cpasync" and c["split_k"] == 1), known
 
 
 def test_the_same_templates_give_the_same_source_and_a_changed_one_another(tmp_path):

@@ -54,7 +54,8 @@ def _changed(value):
 @pytest.mark.parametrize("field", TC_FIELDS, ids=lambda f: f.name)
 def test_every_tensor_core_parameter_changes_the_name(field):
     base = preset("tf32x3").replace(split_k=2, reduce="workspace")
-    other = {"family": "tf32", "layout": "TT", "reduce": "atomic", "bounds": "none", "dtype": "f16", "mma": "wgmma"}
+    other = {"family": "tf32", "layout": "TT", "reduce": "atomic", "bounds": "none", "dtype": "f16", "mainloop": "wgmma",
+             "scheduler": "persistent"}
     value = other[field.name] if field.name in other else _changed(getattr(base, field.name))
     assert base.replace(**{field.name: value}).name != base.name
 

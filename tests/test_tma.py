@@ -1,4 +1,4 @@
-"""The warp-specialized TMA variant of the Hopper wgmma kernels (mma="wgmma", tma=True), f16/bf16 NT:
+"""The warp-specialized TMA variant of the Hopper wgmma kernels (mainloop="ws_tma"), f16/bf16 NT:
 its rules (common + TMA_*), geometry and name, which shapes and leading dimensions it accepts, the
 arguments of its tensor maps, what it renders to, and nvcc compiles for sm_90a (marked slow)."""
 from __future__ import annotations
@@ -61,12 +61,12 @@ BROKEN = {
     "layout-tn": (dict(layout="TN"), "TMA_LAYOUT", "layout TN"),
     "pad-a": (dict(pad_a=8), "TMA_DEFAULTS", "pad_a"),
     "pad-b": (dict(pad_b=8), "TMA_DEFAULTS", "pad_b"),
-    "async-copy-f16": (dict(async_copy=True), "TMA_COPY", "tf32x3 family only"),
+    "async-copy-f16": (dict(mainloop="ws_cpasync"), "TMA_COPY", "tf32x3 family only"),
     "three-blocks": (dict(min_blocks=3), "TMA_OCCUPANCY", "min_blocks = 3: 1 to 2 blocks"),
     "vec4": (dict(vec=4), "TMA_DEFAULTS", "vec = 4"),
     "no-swizzle": (dict(swz_a=1), "TMA_DEFAULTS", "swz_a = 1"),
     "fast-path": (dict(bounds="none"), "TMA_DEFAULTS", "bounds = 'none'"),
-    "mma-sync": (dict(mma="sync"), "TMA_KIND", "'sync'"),
+    "wgmma-ring": (dict(mainloop="wgmma"), "MAINLOOP", "'wgmma'"),
     "partials-at-n256": (dict(partials=True), "TMA_REGISTERS", "about 280 registers"),
     "8-stages": (dict(stages=8), "TMA_SHARED_MEMORY", f"{8 * (128 + 256) * 64 * 2 + 16 * 8} bytes"),
     "simt": (dict(family="simt", dtype="f32"), "TMA_KIND", "simt"),
@@ -81,7 +81,7 @@ def test_each_rule_names_what_is_wrong(case):
     assert reasons, (rule, found)
     assert text in reasons[0], reasons[0]
     # a TMA config answers to the common rules and its own, never to the cp.async kernels' rules
-    assert all(name in COMMON or name.startswith("TMA_") for name, _ in found), found
+    assert all(name in COMMON or name.startswith("TMA_") for name, _ in found) or rule == "MAINLOOP", found
 
 
 def test_split_k_is_a_tma_parameter():
@@ -130,7 +130,7 @@ def test_geometry(name):
 @pytest.mark.parametrize("name", CONFIGS)
 def test_name_says_tma(name):
     cfg = CONFIGS[name]
-    plain = cfg.replace(tma=False)
+    plain = cfg.replace(mainloop="wgmma")
     assert cfg.name != plain.name
     assert cfg.name == plain.name.replace("_wg", "_wg_tma")
     # the accumulation comes last: "..._wg_tma" with partials, "..._wg_tma_direct" without
@@ -165,7 +165,7 @@ def test_refuses_operands_that_do_not_start_on_16_bytes(name):
     cfg = CONFIGS[name]
     assert cfg.accepts(1024, 1024, 1024) is None
     assert cfg.accepts(1024, 1024, 1024, aligned=False).startswith("TMA reads A and B from 16-byte aligned")
-    assert cfg.replace(tma=False, mma="wgmma", layout="NT").accepts(1024, 1024, 1024, aligned=False) is None
+    assert cfg.replace(mainloop="wgmma", layout="NT").accepts(1024, 1024, 1024, aligned=False) is None
 
 
 # ---- tensor maps ----------------------------------------------------------------------------------------
@@ -238,34 +238,35 @@ def test_epilogue_stages_c_in_the_drained_stages_where_it_fits():
     assert "float2* const p = reinterpret_cast<float2*>(row + n);" in direct
 
 
-PERSISTENT = preset("tf32x3-tma").replace(stages=2, persistent=132, label="")   # 2 stages + C's 128 x 200 floats
+PERSISTENT = preset("tf32x3-tma").replace(stages=2, scheduler="persistent", persistent_blocks=132, label="")   # 2 stages + C's 128 x 200 floats
 
 
 def test_persistent_grid_geometry_and_name():
-    """persistent = n: min(n, tiles) blocks, C's staging tile of its own in shared memory, a p<n> in the
+    """scheduler = 'persistent', persistent_blocks = n: min(n, tiles) blocks, C's staging tile of its own in shared memory, a p<n> in the
     name, and the key written only where set (older configs read back unchanged)."""
-    base = PERSISTENT.replace(persistent=0)
+    base = PERSISTENT.replace(scheduler="plain", persistent_blocks=0)
     assert PERSISTENT.grid(4096, 4096, 4096) == (132, 1, 1) and PERSISTENT.grid(100, 100, 8) == (1, 1, 1)
     assert base.grid(4096, 4096, 4096) == (32 * 24, 1, 1)
     assert PERSISTENT.smem_bytes - base.smem_bytes == 128 * 200 * 4
     assert "_p132_" in PERSISTENT.name and not re.search(r"_p\d+_", base.name)
-    assert "persistent" not in base.to_dict() and PERSISTENT.to_dict()["persistent"] == 132
+    assert "scheduler" not in base.to_dict() and "persistent_blocks" not in base.to_dict()
+    assert (PERSISTENT.to_dict()["scheduler"], PERSISTENT.to_dict()["persistent_blocks"]) == ("persistent", 132)
     assert KernelConfig.from_dict(PERSISTENT.to_dict()) == PERSISTENT
     assert _explain(PERSISTENT) == []
 
 
 @pytest.mark.parametrize("change, why", [
-    (dict(persistent=-1), "persistent = -1"),
+    (dict(scheduler="persistent", persistent_blocks=-1), "persistent_blocks = -1"),
     (dict(split_k=2), "split_k = 2"),
 ])
 def test_persistent_rule(change, why):
     found = dict(_explain(PERSISTENT.replace(**change)))
-    assert "PERSISTENT" in found and why in found["PERSISTENT"], found
+    assert "SCHEDULER" in found and why in found["SCHEDULER"], found
 
 
 def test_persistent_is_for_tma_kernels_only():
-    found = dict(_explain(preset("tf32x3-wgmma").replace(persistent=4)))
-    assert "only the TMA kernels" in found["PERSISTENT"], found
+    found = dict(_explain(preset("tf32x3-wgmma").replace(scheduler="persistent", persistent_blocks=4)))
+    assert "only the warp-specialized kernels" in found["SCHEDULER"], found
 
 
 def test_persistent_staging_tile_counts_against_shared_memory():
@@ -281,7 +282,7 @@ def test_persistent_kernel_walks_tiles_and_stages_c_apart():
     assert src.count("tile_origin(pid, tiles_m, tiles_n, bm0, bn0);") == 3
     assert "for (int kt = 0; kt < ktiles; ++kt, ++it)" in src and "mbar_wait(&empty[s], ((it / STAGES) - 1) & 1)" in src
     assert "float* const cbuf = cstage + cw * WM * C_LD;" in src and "CONSUMERS * 128" not in src
-    plain = emit(PERSISTENT.replace(persistent=0), "sm_90")
+    plain = emit(PERSISTENT.replace(scheduler="plain", persistent_blocks=0), "sm_90")
     assert "ntiles" not in plain and "++it" not in plain and "tile_origin" not in plain
 
 

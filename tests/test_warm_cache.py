@@ -28,7 +28,7 @@ def test_presets_are_the_valid_ones_for_the_target():
     mod = load("warm_cache")
     sm80, sm90 = mod.preset_configs("sm_80"), mod.preset_configs("sm_90")
     assert sm80 and sm90 and not any(explain(c, "sm_80") for c in sm80)
-    assert any(c.mma == "wgmma" for c in sm90) and not any(c.mma == "wgmma" for c in sm80)
+    assert any(c.uses_wgmma for c in sm90) and not any(c.uses_wgmma for c in sm80)
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -1,4 +1,4 @@
-"""The Hopper wgmma variant of the TF32 families (mma="wgmma"): rules, geometry, the shared-memory
+"""The Hopper wgmma variant of the TF32 families (mainloop="wgmma"): rules, geometry, the shared-memory
 layout wgmma's 128-byte swizzle descriptor names, and nvcc compiles for sm_90a (marked slow)."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _rules(cfg, arch="sm_90"):
 def test_presets_exist_only_on_hopper():
     assert WGMMA == ["tf32x3-wgmma", "tf32-wgmma"]
     for arch in ("sm_80", "sm_86", "sm_89"):
-        assert not any(c.mma == "wgmma" for c in all_presets(arch))
+        assert not any(c.uses_wgmma for c in all_presets(arch))
         assert all(not runs_on(n, arch) for n in WGMMA)
     assert {c.label for c in all_presets("sm_90")} >= set(WGMMA)
 
@@ -42,7 +42,7 @@ def test_geometry_is_warpgroups():
     assert cfg.threads == 256 and cfg.accumulators == 64            # 2 warpgroups, 64 x 128 each
     assert cfg.smem_bytes == 2 * (128 * 64 + 64 * 136) * 4 + 128 * 64 * 4   # + the small parts of A
     assert cfg.target_arch("sm_90") == "sm_90a" and preset("tf32x3").target_arch("sm_90") == "sm_90"
-    assert cfg.name.endswith("_wg") and cfg.name != cfg.replace(mma="sync").name
+    assert cfg.name.endswith("_wg") and cfg.name != cfg.replace(mainloop="mma_sync").name
 
 
 @pytest.mark.parametrize("change, rule", [
@@ -51,7 +51,7 @@ def test_geometry_is_warpgroups():
     (dict(BM=264, WM=264), "WGMMA_TILE"),
     (dict(swz_a=1), "WGMMA_SMEM_LAYOUT"),
     (dict(BM=256, WM=256), "WGMMA_REGISTERS"),                        # 128 sums + 128 partials
-    (dict(mma="tensor"), "MMA_KIND"),
+    (dict(mainloop="tensor"), "MAINLOOP"),
 ])
 def test_rules_name_what_is_wrong(change, rule):
     assert rule in _rules(preset("tf32x3-wgmma").replace(**change))
@@ -71,7 +71,7 @@ def test_every_layout_is_valid(layout):
 
 
 def test_wgmma_is_only_a_tf32_variant():
-    assert "MMA_KIND" in _rules(preset("v10").replace(mma="wgmma"))
+    assert "MAINLOOP" in _rules(preset("v10").replace(mainloop="wgmma"))
 
 
 def _a_off(k, m, BM=128):

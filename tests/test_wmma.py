@@ -93,7 +93,8 @@ def _changed(value):
 @pytest.mark.parametrize("field", WMMA_FIELDS, ids=lambda f: f.name)
 def test_every_wmma_parameter_changes_the_name(field):
     base = preset("wmma-fast").replace(split_k=2, reduce="workspace")
-    other = {"family": "tf32", "layout": "TT", "reduce": "atomic", "bounds": "none", "dtype": "bf16", "mma": "wgmma"}
+    other = {"family": "tf32", "layout": "TT", "reduce": "atomic", "bounds": "none", "dtype": "bf16", "mainloop": "wgmma",
+             "scheduler": "persistent"}
     value = other[field.name] if field.name in other else _changed(getattr(base, field.name))
     assert base.replace(**{field.name: value}).name != base.name
 
@@ -137,7 +138,7 @@ def test_dtype_rule_holds_for_every_family(cfg, rule):
     (dict(swz_a=8), "WMMA_DEFAULTS"),                 # WMMA loads read strided rows: no swizzle
     (dict(TM=4), "WMMA_DEFAULTS"),
     (dict(a_kmajor=False), "WMMA_DEFAULTS"),
-    (dict(mma="wgmma"), "WMMA_MMA"),
+    (dict(mainloop="wgmma"), "MAINLOOP"),
     (dict(BM=256, BN=256, WM=128, WN=128), "WMMA_REGISTERS"),
     (dict(BN=96, WN=64), "WARP_TILE"),
     (dict(BN=48, WN=48), "VECTORIZE"),                # 32x48 B tile / (8 x 256 threads)

@@ -1,4 +1,4 @@
-"""The warp-specialized 3xTF32 kernel whose producer copies with cp.async (tma=True, async_copy=True,
+"""The warp-specialized 3xTF32 kernel whose producer copies with cp.async (mainloop="ws_cpasync",
 preset tf32x3-ws), without a GPU: the rules, what it accepts, the source it renders, and (slow) that
 nvcc compiles every layout and variant for sm_90a without spills. tests/gpu/test_ws_gpu.py runs it."""
 from __future__ import annotations
@@ -19,18 +19,18 @@ VARIANTS = {
     "plain": {},
     "split-atomic": dict(BN=64, WN=64, stages=6, split_k=4),
     "split-workspace": dict(BM=64, split_k=3, reduce="workspace"),
-    "persistent": dict(stages=2, persistent=16),
+    "persistent": dict(stages=2, scheduler="persistent", persistent_blocks=16),
     "narrow": dict(BN=24, WN=24, stages=6, split_k=2),
     "swap": dict(BM=64, BN=32, WN=32, stages=8, swap=True),
     "swap-split-workspace": dict(BN=48, WN=48, stages=6, split_k=3, reduce="workspace", swap=True),
-    "swap-persistent": dict(BN=64, WN=64, stages=2, persistent=16, swap=True),
+    "swap-persistent": dict(BN=64, WN=64, stages=2, scheduler="persistent", persistent_blocks=16, swap=True),
     # two blocks an SM: the whole kernel under 80 (two consumers) or 128 (one) registers a thread
     "two-blocks": dict(BN=32, WN=32, stages=4, split_k=4, min_blocks=2),
     "two-blocks-swap": dict(BN=32, WN=32, stages=4, min_blocks=2, swap=True),
     "two-blocks-64": dict(BM=64, BN=64, WN=64, stages=4, split_k=3, reduce="workspace", min_blocks=2),
     # two consumers taking 64-row tiles of a persistent grid in turn
-    "pingpong": dict(BM=64, WM=64, stages=3, persistent=16, pingpong=True),
-    "pingpong-64x64": dict(BM=64, WM=64, BN=64, WN=64, stages=4, persistent=16, pingpong=True),
+    "pingpong": dict(BM=64, WM=64, stages=3, scheduler="pingpong", persistent_blocks=16),
+    "pingpong-64x64": dict(BM=64, WM=64, BN=64, WN=64, stages=4, scheduler="pingpong", persistent_blocks=16),
 }
 
 
@@ -56,14 +56,14 @@ def test_only_the_3xtf32_family_and_only_hopper():
     assert "TMA_COPY" in _rules(WS.replace(family="tf32"))
     assert "TMA_KIND" in _rules(WS, "sm_86")
     # the TMA kernel itself still reads layout NT only
-    assert _rules(WS.replace(async_copy=False)) == ["TMA_LAYOUT"]
+    assert _rules(WS.replace(mainloop="ws_tma")) == ["TMA_LAYOUT"]
 
 
 def test_consumers_get_fewer_registers_than_under_tma():
     """The cp.async producer keeps 72 registers (its loop spilled under 40), so the consumers' budget
     is 216, not 232: BN = 208 (104 accumulators twice, ~232 registers) fits the TMA kernel only."""
     wide = dict(BN=208, WN=208, stages=2)
-    assert _rules(WS.replace(async_copy=False, layout="NT", **wide)) == []
+    assert _rules(WS.replace(mainloop="ws_tma", layout="NT", **wide)) == []
     assert _rules(WS.replace(**wide)) == ["TMA_REGISTERS"]
 
 
@@ -71,14 +71,14 @@ def test_accepts_rows_of_any_alignment_and_unaligned_starts():
     for lda, ldb, ldc in ((777, 999, 999), (778, 1001, 1003), (780, 1000, 1000)):
         assert WS.accepts(1001, 999, 777, lda, ldb, ldc) is None
     assert WS.accepts(1001, 999, 777, 777, 999, 999, aligned=False) is None
-    tma = WS.replace(async_copy=False, layout="NT")
+    tma = WS.replace(mainloop="ws_tma", layout="NT")
     assert "TMA needs" in tma.accepts(1001, 999, 777)
 
 
 def test_name_tells_it_from_the_tma_kernel():
     assert WS.name.endswith("_s4c_k1_chk_wg_ws")
-    assert WS.replace(async_copy=False, layout="NT").name.endswith("_s4r_k1_chk_wg_tma")
-    assert WS.tensor_maps is False and WS.replace(async_copy=False).tensor_maps is True
+    assert WS.replace(mainloop="ws_tma", layout="NT").name.endswith("_s4r_k1_chk_wg_tma")
+    assert WS.tensor_maps is False and WS.replace(mainloop="ws_tma").tensor_maps is True
 
 
 def _code(layout, **change):
@@ -123,14 +123,14 @@ def test_swapped_kernel_computes_the_transposed_product(layout):
 
 def test_swap_is_for_the_skinny_and_the_cp_async_kernels_only():
     assert _rules(WS.replace(swap=True, BN=24, WN=24)) == []
-    assert "WARPS_K" in _rules(WS.replace(async_copy=False, layout="NT", swap=True))
+    assert "WARPS_K" in _rules(WS.replace(mainloop="ws_tma", layout="NT", swap=True))
     assert "WARPS_K" in _rules(preset("tf32x3-wgmma").replace(swap=True))
     # a swapped workspace split writes C's rows N floats apart (C's N is the kernel's M)
     code = _code("NN", swap=True, split_k=2, reduce="workspace")
     assert "const int ldo = M;" in code and "const int ldo = N;" in _code("NN", split_k=2, reduce="workspace")
     # the persistent kernel's staging tile is each consumer's BN x (WM + 4)
-    per = WS.replace(swap=True, persistent=16, stages=2)
-    assert per.c_stage_floats == 2 * 128 * 68 and per.smem_bytes - per.replace(persistent=0).smem_bytes == 4 * 2 * 128 * 68
+    per = WS.replace(swap=True, scheduler="persistent", persistent_blocks=16, stages=2)
+    assert per.c_stage_floats == 2 * 128 * 68 and per.smem_bytes - per.replace(scheduler="plain", persistent_blocks=0).smem_bytes == 4 * 2 * 128 * 68
 
 
 @pytest.mark.parametrize("change", [dict(), dict(swap=True), dict(swap=True, BN=32, WN=32),
@@ -139,7 +139,7 @@ def test_persistent_mbarriers_sit_past_the_staging_tile_at_the_end_of_shared_mem
     """The persistent kernel's mbarriers follow C's staging tile: at the byte smem_bytes reserves for them
     (a swapped tile is CONSUMERS x BN x (WM + 4) floats, not BM x C_LD: with BN = 32 they lay past the
     allocation, with BN = 128 on consumer 1's staging tile)."""
-    cfg = WS.replace(stages=2, persistent=16, **{"BN": 64, "WN": 64, **change})
+    cfg = WS.replace(stages=2, scheduler="persistent", persistent_blocks=16, **{"BN": 64, "WN": 64, **change})
     code = render(cfg, for_arch("sm_90")).code
     offset = int(re.search(r"reinterpret_cast<unsigned long long\*>\(cstage \+ (\d+)\)", code).group(1))
     stages_floats = cfg.stages * (_a_stage_floats(cfg) + 2 * cfg.BN * cfg.BK)   # A and B, then B's small parts
@@ -283,7 +283,7 @@ def test_k_contiguous_a_is_staged_unswizzled_and_copied_16_bytes_a_copy_where_th
     for layout, swap in (("TN", False), ("TT", False), ("NN", True), ("NN", False), ("TT", True), ("TN", True)):
         cfg = kshift.replace(layout=layout, swap=swap)
         assert not cfg.a_kshift_stage and "LDK" not in render(cfg, for_arch("sm_90")).code
-    assert not kshift.replace(async_copy=False).a_kshift_stage            # TMA: the copy engine's layout
+    assert not kshift.replace(mainloop="ws_tma").a_kshift_stage            # TMA: the copy engine's layout
 
 
 def test_pingpong_takes_whole_tiles_of_a_persistent_grid_in_turn():
@@ -292,13 +292,13 @@ def test_pingpong_takes_whole_tiles_of_a_persistent_grid_in_turn():
     pp = preset("tf32x3-ws-pp")
     assert _rules(pp) == [] and pp.consumers == 2 and pp.threads == 384 and pp.BM == pp.WM == 64
     assert pp.c_stage_floats == 2 * 64 * pp.c_ld
-    assert pp.name.endswith("_k1_chk_p132pp_wg_ws") and pp.replace(pingpong=False).name.endswith("_p132_wg_ws")
-    assert pp.smem_bytes - pp.replace(pingpong=False).smem_bytes == 4 * 64 * pp.c_ld + 16   # a tile more, 2 mbarriers
-    assert _rules(pp.replace(persistent=0)) == ["PERSISTENT"]
-    assert _rules(pp.replace(swap=True)) == ["PERSISTENT"]
+    assert pp.name.endswith("_k1_chk_p132pp_wg_ws") and pp.replace(scheduler="persistent").name.endswith("_p132_wg_ws")
+    assert pp.smem_bytes - pp.replace(scheduler="persistent").smem_bytes == 4 * 64 * pp.c_ld + 16   # a tile more, 2 mbarriers
+    assert _rules(pp.replace(persistent_blocks=0)) == ["SCHEDULER"]
+    assert _rules(pp.replace(swap=True)) == ["SCHEDULER"]
     assert _rules(pp.replace(BM=128)) == ["TMA_TILE"]
-    assert _rules(pp.replace(async_copy=False, layout="NT")) == []       # the TMA kernel too
-    assert "pingpong" not in pp.replace(pingpong=False).to_dict() and pp.to_dict()["pingpong"] is True
+    assert _rules(pp.replace(mainloop="ws_tma", layout="NT")) == []       # the TMA kernel too
+    assert pp.replace(scheduler="persistent").to_dict()["scheduler"] == "persistent" and pp.to_dict()["scheduler"] == "pingpong"
 
 
 def test_pingpong_consumers_wait_for_each_others_main_loops():

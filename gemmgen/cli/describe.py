@@ -19,7 +19,7 @@ def features(c: KernelConfig) -> list[str]:
         return _naive(c)
     if c.family == "skinny":
         return _skinny(c)
-    if c.tma:
+    if c.warp_specialized:
         lines = [_ws_tiling(c), _ws_math(c), _ws_pipeline(c), _ws_operands(c)]
         return lines + [text for flag, text in _optional(c) if flag]
     if c.tensor_core:
@@ -74,7 +74,7 @@ def _tiling(c: KernelConfig) -> str:
 
 
 def _tc_tiling(c: KernelConfig) -> str:
-    if c.mma == "wgmma":
+    if c.uses_wgmma:
         return (f"each block computes a {c.BM}x{c.BN} tile of C with {c.threads} threads ({c.threads // 128} "
                 f"warpgroups of 4 warps); each warpgroup a {c.WM}x{c.WN} tile as {c.WM // 64} wgmma.m64n{c.WN}k"
                 f"{32 // c.elem_bytes} per step (Hopper's asynchronous warpgroup MMA, B read from shared memory; "
@@ -88,7 +88,7 @@ def _ws_tiling(c: KernelConfig) -> str:
     consumers = c.consumers
     crew = (f"one producer warpgroup and {consumers} consumer warpgroup{'s' if consumers > 1 else ''} "
             f"({c.threads} threads)")
-    if c.pingpong:
+    if c.scheduler == "pingpong":
         work = (f"each block has {crew}; the consumers take its {c.BM}x{c.BN} tiles of C in turn (pingpong), "
                 f"one storing its tile while the other multiplies, each tile all {c.WM} rows by all {c.BN} columns")
     else:
@@ -98,7 +98,7 @@ def _ws_tiling(c: KernelConfig) -> str:
             f"({c.accumulators} fp32 accumulators per thread), "
             + ("registers moved to the consumers with setmaxnreg" if c.min_blocks == 1 else
                f"{c.min_blocks} blocks an SM, each thread keeping the registers __launch_bounds__ gives it")
-            + (f"; a persistent grid of {c.persistent} blocks walks the tiles" if c.persistent else ""))
+            + (f"; a persistent grid of {c.persistent_blocks} blocks walks the tiles" if c.persistent_blocks else ""))
 
 
 def dtype_word(c: KernelConfig) -> str:
@@ -178,12 +178,12 @@ def _optional(c: KernelConfig) -> list[tuple[bool, str]]:
     return [
         (bool(c.pad_a or c.pad_b), f"shared rows padded by {c.pad_a} (A) and {c.pad_b} (B) floats so "
                                    "column walks spread over the 32 banks"),
-        (not c.tma and (c.swz_a > 1 or c.swz_b > 1), f"16-byte chunks XOR-swizzled (period A {c.swz_a}, B {c.swz_b}) "
+        (not c.warp_specialized and (c.swz_a > 1 or c.swz_b > 1), f"16-byte chunks XOR-swizzled (period A {c.swz_a}, B {c.swz_b}) "
                                      "against bank conflicts, without padding's wasted space"),
         (c.raster > 1, f"thread-block swizzle: consecutive blocks walk {c.raster} tile rows together "
                        "so resident blocks share A and B in L2"),
         (c.prefetch, "overlapped split: the next stage's tile of A is split (and transposed) into a second buffer "
-                     "while this stage's wgmma run" if c.mma == "wgmma" else
+                     "while this stage's wgmma run" if c.uses_wgmma else
                      "register prefetch: the next k's fragments are read while this k's FMAs run"),
         (c.frag == "shfl", "fragments are exchanged between lanes with __shfl_sync instead of each lane "
                            "reading shared memory"),

@@ -52,7 +52,7 @@ def _geometry(c: KernelConfig, d: DeviceSpec) -> dict:
     if c.family in HALF:   # the device table has no tensor-core peak, and the FP32 one says nothing here
         ridge = None
     return {
-        "features": half_features(c) if c.family in HALF and not c.tma else features(c),   # TMA: describe.py
+        "features": half_features(c) if c.family in HALF and not c.warp_specialized else features(c),   # TMA: describe.py
         "threads": c.threads, "warps": c.threads // 32,
         "smem_per_stage": c.smem_per_stage, "stages": c.stages, "smem_bytes": c.smem_bytes,
         "smem_limit": d.smem_per_block_optin, "accumulators": c.accumulators,

@@ -67,7 +67,7 @@ def keys_text(width: int = 100) -> str:
         if key == "label":
             continue
         valid = f" (one of {', '.join(CHOICES[key])})" if key in CHOICES else ""
-        value = str(default).lower() if kind == "bool" else default
+        value = str(default).lower() if kind == "bool" else default if default != "" else '""'
         out += textwrap.wrap(f"{key}  {kind}{valid}, default {value}: {doc}", width, subsequent_indent="    ")
     return "\n".join(out + ["", *textwrap.wrap("Booleans take true or false, integers whole numbers; every "
                                                 "combination is checked by rules, and `gemmgen explain` names each "

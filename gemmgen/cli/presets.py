@@ -35,7 +35,7 @@ def row(name: str, c: KernelConfig) -> tuple[str, ...]:
                 " ".join([c.dtype] + (["direct"] if not c.partials else []) + [w for w in _extras(c) if w != "A^T"]),
                 describe(name))
     if c.tensor_core:   # a warp (wgmma: warpgroup) tile of m16n8k8 mma or m64nNk8 wgmma tiles: no thread tile
-        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wgmma" if c.mma == "wgmma" else "mma", f"{c.vec}",
+        return (name, f"{c.BM}x{c.BN}x{c.BK}", f"{c.WM}x{c.WN}", "wgmma" if c.uses_wgmma else "mma", f"{c.vec}",
                 f"{c.stages} async", " ".join([c.family] + [w for w in _extras(c) if w != "A^T"]), describe(name))
     warp = f"{c.WM}x{c.WN}" + (f"/{c.WMITER}x{c.WNITER}" if c.WMITER * c.WNITER > 1 else "")
     stages = f"{c.stages}" + (" async" if c.async_copy else "")

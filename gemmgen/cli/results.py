@@ -184,7 +184,7 @@ def show_text(dev, rows: list[dict], wide: bool = False) -> str:
 
 def kind(c) -> str:
     """A kernel's family and mainloop in a few words: 'simt', 'tf32x3 wgmma ws', 'skinny k4'."""
-    words = [c.family, "wgmma" if c.mma == "wgmma" else "", ("tma" if c.tensor_maps else "ws") if c.tma else "",
+    words = [c.family, "wgmma" if c.uses_wgmma else "", ("tma" if c.tensor_maps else "ws") if c.warp_specialized else "",
              f"k{c.split_k}" if c.split_k > 1 else "", "swap" if c.swap else ""]
     return " ".join(w for w in words if w)
 

@@ -39,7 +39,7 @@ def facts(c: KernelConfig, command: str, arch: str, harness: bool = False, file:
         launch_lines=launch_lines(c),
         config_lines=config_lines(c),
     )
-    if c.tma:
+    if c.warp_specialized:
         _tma_facts(c, g)
     elif c.family == "simt":
         _simt_facts(c, g)
@@ -94,12 +94,12 @@ def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a_off, g.b_off = smem.offset(c, "A"), smem.offset(c, "B")
     g.a_ldmatrix, g.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
     g.c_vec = not c.split_atomic   # float2 stores of C
-    g.b.shifted = c.mma == "wgmma" and shifted_rows(c)
+    g.b.shifted = c.uses_wgmma and shifted_rows(c)
     # The plain wgmma kernel's last stage of a ragged K, after the ring's loop over the full stages, issues
     # only its k steps inside K, as the warp-specialized kernels' does: 3xTF32 with BK = 32, one block an SM,
     # without prefetch (H100: 0.95-0.985x the time on 7 of 8 shapes; with BK = 64, 500x2000x70 TT ran 1.09x).
     fits = c.family == "tf32x3" and c.bounds == "checked" and not c.prefetch and c.min_blocks == 1 and c.BK == 32
-    g.ragged_steps = "tail" if c.mma == "wgmma" and fits else None   # as in _tma_facts
+    g.ragged_steps = "tail" if c.uses_wgmma and fits else None   # as in _tma_facts
 
 
 def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
@@ -140,8 +140,8 @@ def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # over RAGGED_MAX_SUMS sums a consumer thread, BN 176-208: 4-290 more bytes spilled), pingpong (wgmma
     # serialized behind the branch, C7520), and kernels without partials (TF32, f16, bf16: the guarded
     # wgmma beside the previous stage's in flight were serialized, C7515, 13% slower at deep K).
-    tight = c.min_blocks > 1 or c.accumulators > RAGGED_MAX_SUMS or c.pingpong or not g.partials
-    g.ragged_steps = None if tight else "branch" if c.persistent and c.async_copy else "tail"
+    tight = c.min_blocks > 1 or c.accumulators > RAGGED_MAX_SUMS or c.scheduler == "pingpong" or not g.partials
+    g.ragged_steps = None if tight else "branch" if c.persistent_blocks and c.async_copy else "tail"
     # The epilogue stages each consumer's WM x BN tile of C (persistent: in a region of its own; else in
     # the drained stages), then stores rows with consecutive lanes; where the consumers' tiles do not fit
     # in the stages, fragments go straight to C.
@@ -239,7 +239,7 @@ def launch_lines(c: KernelConfig) -> list[str]:
         return [g.format(c.BN, c.BM), f"block = {c.block()}", "dynamic shared memory = 0 bytes"]
     rows, cols = ("N", "M") if c.swap else ("M", "N")   # a swapped kernel's rows are N's (KernelConfig.tiles)
     tiles = f"ceil({rows}/{c.BM}) * ceil({cols}/{c.BN})"
-    lines = [f"grid  = (min({c.persistent}, {tiles}), 1, 1)" if c.persistent else f"grid  = ({tiles}, 1, {c.split_k})",
+    lines = [f"grid  = (min({c.persistent_blocks}, {tiles}), 1, 1)" if c.persistent_blocks else f"grid  = ({tiles}, 1, {c.split_k})",
              f"block = ({c.threads}, 1, 1)",
              f"dynamic shared memory = {c.smem_bytes} bytes"
              + (" (needs cudaFuncAttributeMaxDynamicSharedMemorySize)" if c.smem_bytes > 48 * 1024 else "")]

@@ -43,9 +43,7 @@ def schedule(config: KernelConfig) -> str:
     >>> [schedule(preset(n)) for n in ("tf32x3-ws", "v8")]
     ['ws_cpasync', 'simt']
     """
-    if config.tma:
-        return "ws_tma" if config.tensor_maps else "ws_cpasync"
-    return "wgmma" if config.mma == "wgmma" else config.family
+    return config.mainloop if config.uses_wgmma else config.family   # simt and mma.sync: a template per family
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,12 @@ from typing import Any
 
 from .accepts import refusal
 from .coerce import ConfigError, coerced, typed  # noqa: F401  (ConfigError: re-exported)
-from .families import (BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, HALF, HALF_DTYPES, LAYOUTS, MMA_KINDS,  # noqa: F401
-                       PRECISION, REDUCTIONS, TENSOR_CORE)   # (re-exported: every stage imports them from here)
+from .families import (BOUNDS, DTYPES, FAMILIES, FAMILY_MAINLOOP, FRAGMENT_LOADS, HALF, HALF_DTYPES,  # noqa: F401
+                       LAYOUTS, MAINLOOPS, PRECISION, REDUCTIONS, SCHEDULERS, TENSOR_CORE, WARP_SPECIALIZED,
+                       WGMMA_MAINLOOPS)   # (re-exported: every stage imports them from here)
 from .memory import EPILOGUE_LD, SharedMemory  # noqa: F401
 from .naming import kernel_name
+from .old_keys import upgraded
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class KernelConfig(SharedMemory):
     swz_b: int = 1                # XOR swizzle period of B's 16-byte chunks (1 = off)
     raster: int = 1               # thread-block swizzle: tile rows walked together (1 = off)
     stages: int = 1               # shared-memory buffers: 1 single, 2 double, 3+ cp.async ring
-    async_copy: bool = False      # cp.async global->shared copies (sm_80+)
+    async_copy: bool = False      # global->shared copies by cp.async (sm_80+) in the simt, mma_sync and wgmma
+                                  # mainloops; the warp-specialized ones name their copies (ws_cpasync: true)
     prefetch: bool = False        # overlap: simt fragments of k+1 / wgmma split of stage k+1
     frag: str = "lds"             # fragment loads: lds from shared, or shfl within the warp
     interleave: bool = False      # simt: copies, stores, fragment loads ride on FMA rows (16-byte rows)
@@ -69,24 +72,33 @@ class KernelConfig(SharedMemory):
     coalesced: bool = True        # naive family only: consecutive threads walk columns of C
     min_blocks: int = 1           # __launch_bounds__ minimum resident blocks per SM
     dtype: str = "f32"            # element type of A and B (f32; f16/bf16 for the half families)
-    mma: str = "sync"             # tensor-core families: mma.sync, or Hopper's wgmma (sm_90a)
-    tma: bool = False             # wgmma only: a producer warpgroup fills mbarrier stages beside BM/WM
-                                  # consumer warpgroups (templates/ws_tma.cu.j2), by TMA, or with
-                                  # async_copy by cp.async from any layout and row alignment (3xTF32)
-    persistent: int = 0           # TMA only: 0 = a block per tile of C, n = n blocks walking tiles n apart
-    pingpong: bool = False        # persistent TMA only: two consumer warpgroups take the block's tiles of C in
-                                  # turn (each a whole BM = WM rows), one's epilogue beside the other's main loop
+    mainloop: str = ""            # how the K loop copies and multiplies: simt (FMA: naive, simt, skinny), mma_sync
+                                  # (mma.sync/wmma: tf32, tf32x3, wmma), wgmma (Hopper's, on a cp.async ring, sm_90a),
+                                  # ws_cpasync or ws_tma (warp-specialized: a producer warpgroup fills mbarrier stages
+                                  # by cp.async, any layout and row alignment, or by TMA, beside BM/WM wgmma consumer
+                                  # warpgroups: templates/ws_*.cu.j2); "" takes the family's own (simt, mma_sync)
+    scheduler: str = "plain"      # tiles of C to blocks: plain (a block per tile), persistent (persistent_blocks
+                                  # blocks walking tiles that far apart), pingpong (persistent, two consumer warpgroups
+                                  # taking the block's tiles in turn, one's epilogue beside the other's main loop)
+    persistent_blocks: int = 0    # the persistent or pingpong scheduler's grid: its blocks (0 with plain)
     partials: bool = True         # wmma: k16 steps summed in pairs into fresh partials, added to C's
                                   # accumulators in round-to-nearest fp32 (false: straight on the tensor
                                   # cores, as cuBLAS does: faster, and the truncation error grows with K)
     warps_k: int = 1              # skinny only: warps of a block splitting its K range (summed in shared memory)
-    swap: bool = False            # skinny and the cp.async TMA kernel (tma + async_copy): C^T = op(B)^T op(A)^T
+    swap: bool = False            # skinny and the warp-specialized kernels: C^T = op(B)^T op(A)^T
                                   # is computed (the kernel's rows are N's), C stored transposed
     label: str = field(default="", compare=False)  # free text (preset name); not part of the kernel
 
     def __post_init__(self) -> None:   # every parameter of its field's type, or one ConfigError (coerce.typed)
         for name, value in typed(self).items():
             object.__setattr__(self, name, value)   # a NumPy integer or bool from a sampler, as Python's
+        if not self.mainloop:   # the family's own
+            object.__setattr__(self, "mainloop", FAMILY_MAINLOOP.get(self.family, ""))
+        if self.mainloop in WARP_SPECIALIZED:   # the producer's copies are the mainloop's: async_copy says them
+            if self.async_copy and self.mainloop == "ws_tma":
+                raise ConfigError("async_copy = true with mainloop = 'ws_tma', whose producer copies by TMA; "
+                                  "mainloop = 'ws_cpasync' is the one copying by cp.async")
+            object.__setattr__(self, "async_copy", self.mainloop == "ws_cpasync")
 
     # ---- identity -------------------------------------------------------------------------
     @property
@@ -95,14 +107,30 @@ class KernelConfig(SharedMemory):
         return kernel_name(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dictionary of every parameter (label included; persistent, pingpong, interleave,
-        warps_k and swap only where set, so the configs, sources and results written before they existed read the same)."""
-        unset = {"persistent": 0, "pingpong": False, "interleave": False, "warps_k": 1, "swap": False}
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in unset or v != unset[k]}
+        """Plain JSON-ready dictionary of every parameter (label included; scheduler, persistent_blocks, interleave,
+        warps_k and swap only where set, so the configs, sources and results written before they existed read the
+        same; async_copy not for the warp-specialized mainloops, whose copies the mainloop names).
+
+        >>> d = KernelConfig(family="tf32x3", mainloop="ws_cpasync").to_dict()
+        >>> d["mainloop"], "async_copy" in d, KernelConfig.from_dict(d).async_copy
+        ('ws_cpasync', False, True)
+        """
+        unset = {"scheduler": "plain", "persistent_blocks": 0, "interleave": False, "warps_k": 1, "swap": False}
+        out = {k: v for k, v in dataclasses.asdict(self).items() if k not in unset or v != unset[k]}
+        if self.warp_specialized:
+            del out["async_copy"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "KernelConfig":
-        """Build a config from a dictionary, rejecting unknown keys and wrong types by name."""
+        """Build a config from a dictionary, rejecting unknown keys and wrong types by name; the old keys
+        (mma, tma, persistent, pingpong) are read into mainloop and scheduler (kernel.old_keys)."""
+        data = upgraded(data)
+        if data.get("mainloop") in WARP_SPECIALIZED and "async_copy" in data:   # the mainloop names the copies
+            if coerced(cls, {"async_copy": data["async_copy"]})["async_copy"] != (data["mainloop"] == "ws_cpasync"):
+                raise ConfigError(f"async_copy = {str(data['async_copy']).lower()} with mainloop = "
+                                  f"{data['mainloop']!r}: a warp-specialized kernel's copies are its mainloop's "
+                                  "(ws_cpasync: cp.async, ws_tma: TMA); leave async_copy out")
         return cls(**coerced(cls, data))
 
     def replace(self, **changes: Any) -> "KernelConfig":
@@ -119,7 +147,7 @@ class KernelConfig(SharedMemory):
         True
         """
         moved = self.replace(layout=layout, **changes)
-        if moved.tma and not moved.a_kmajor and not moved.a_mmajor_choice:
+        if moved.warp_specialized and not moved.a_kmajor and not moved.a_mmajor_choice:
             return moved.replace(a_kmajor=True)
         return moved
 
@@ -132,20 +160,20 @@ class KernelConfig(SharedMemory):
         if self.family == "skinny":   # a warp per part of the block's K range
             return 32 * self.warps_k
         # wgmma is issued by warpgroups of 4 warps: a "warp tile" of the wgmma variant is a warpgroup's
-        if self.tma:   # consumer warpgroups, each WM rows by all BN columns, and one producer
+        if self.warp_specialized:   # consumer warpgroups, each WM rows by all BN columns, and one producer
             return self.consumers * 128 + 128
-        return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.mma == "wgmma" else 32)
+        return (self.BM // self.WM) * (self.BN // self.WN) * (128 if self.uses_wgmma else 32)
 
     @property
     def consumers(self) -> int:
-        """A TMA kernel's consumer warpgroups: BM/WM sharing each tile of C, or with ``pingpong`` two taking
-        whole tiles (BM = WM rows) in turn.
+        """A warp-specialized kernel's consumer warpgroups: BM/WM sharing each tile of C, or with the pingpong
+        scheduler two taking whole tiles (BM = WM rows) in turn.
 
         >>> from gemmgen.kernel.presets import preset
         >>> preset("tf32x3-ws").consumers, preset("tf32x3-ws-pp").consumers, preset("tf32x3-ws-pp").threads
         (2, 2, 384)
         """
-        return 2 if self.pingpong else self.BM // max(self.WM, 1)
+        return 2 if self.scheduler == "pingpong" else self.BM // max(self.WM, 1)
 
     @property
     def run_layout(self) -> str:
@@ -163,10 +191,20 @@ class KernelConfig(SharedMemory):
         return flip[self.layout[1]] + flip[self.layout[0]]
 
     @property
+    def uses_wgmma(self) -> bool:
+        """The mainloop multiplies with Hopper's wgmma.mma_async (wgmma and the warp-specialized ones; sm_90a)."""
+        return self.mainloop in WGMMA_MAINLOOPS
+
+    @property
+    def warp_specialized(self) -> bool:
+        """A producer warpgroup fills mbarrier stages for wgmma consumer warpgroups (ws_cpasync, ws_tma)."""
+        return self.mainloop in WARP_SPECIALIZED
+
+    @property
     def tensor_maps(self) -> bool:
         """The warp-specialized kernel's producer copies with TMA (descriptors of A and B, 16-byte rows,
-        layout NT); with ``async_copy`` it copies with cp.async instead (any layout and alignment)."""
-        return self.tma and not self.async_copy
+        layout NT: ws_tma); ws_cpasync's copies with cp.async instead (any layout and alignment)."""
+        return self.mainloop == "ws_tma"
 
     @property
     def tensor_core(self) -> bool:
@@ -214,7 +252,7 @@ class KernelConfig(SharedMemory):
     @property
     def split_flags(self) -> bool:
         """An atomic split that clears C itself (measure.splitflags): a ws kernel that stages C (its barrier)."""
-        return self.split_atomic and self.tma and not self.persistent and (self.swap or self.c_staged)
+        return self.split_atomic and self.warp_specialized and not self.persistent_blocks and (self.swap or self.c_staged)
 
     def split_one_launch(self, M: int, N: int, sm_count: int) -> bool:
         """A split_flags kernel whose blocks fit the GPU at once (min_blocks an SM): no scale kernel."""
@@ -241,7 +279,7 @@ class KernelConfig(SharedMemory):
             return 1
         if self.family == "skinny":   # TM rows of C per lane, all BN columns
             return self.TM * self.BN
-        if self.mma == "wgmma":
+        if self.uses_wgmma:
             return self.WM * self.WN // 128   # a warpgroup's 64 x BM tile over 128 threads
         if self.tensor_core or self.family in HALF:
             return self.WM * self.WN // 32   # m16n8 tiles of 4 (16x16 wmma tiles of 8) per thread
@@ -250,10 +288,10 @@ class KernelConfig(SharedMemory):
     def target_arch(self, arch: str) -> str:
         """The architecture to compile for on a GPU of ``arch``: wgmma needs the arch-specific sm_90a.
 
-        >>> KernelConfig(mma="wgmma").target_arch("sm_90"), KernelConfig().target_arch("sm_90")
+        >>> KernelConfig(family="tf32", mainloop="wgmma").target_arch("sm_90"), KernelConfig().target_arch("sm_90")
         ('sm_90a', 'sm_90')
         """
-        return f"{arch}a" if self.mma == "wgmma" and arch == "sm_90" else arch
+        return f"{arch}a" if self.uses_wgmma and arch == "sm_90" else arch
 
     def tiles(self, M: int, N: int) -> tuple[int, int]:
         """Number of block tiles along M and N (a swapped kernel's rows are N's)."""
@@ -264,8 +302,8 @@ class KernelConfig(SharedMemory):
         tm, tn = self.tiles(M, N)
         if self.family == "naive":
             return (tn, tm, 1) if self.coalesced else (tm, tn, 1)
-        if self.persistent:
-            return (min(self.persistent, tm * tn), 1, 1)
+        if self.persistent_blocks:
+            return (min(self.persistent_blocks, tm * tn), 1, 1)
         return (tm * tn, 1, self.split_k)
 
     def block(self) -> tuple[int, int, int]:

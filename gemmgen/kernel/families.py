@@ -14,7 +14,20 @@ HALF = ("wmma",)                   # fp16/bf16 inputs on the tensor cores (nvcud
 PRECISION = {"naive": "fp32", "simt": "fp32", "tf32": "tf32", "tf32x3": "fp32", "skinny": "fp32"}
 DTYPES = ("f32", "f16", "bf16")   # element type of A and B; C is always fp32
 HALF_DTYPES = ("f16", "bf16")
-MMA_KINDS = ("sync", "wgmma")     # tensor-core instruction: mma.sync (sm_80+) or wgmma.mma_async (sm_90a)
+# The mainloop (CUTLASS's KernelSchedule): how a block's K loop copies tiles and multiplies them.
+#   simt: FMA on the CUDA cores (naive, simt, skinny); mma_sync: mma.sync / wmma tensor-core tiles (sm_80+ for
+#   cp.async stages); wgmma: a warpgroup's wgmma.mma_async on a cp.async ring (sm_90a); ws_cpasync, ws_tma: warp-
+#   specialized, a producer warpgroup fills mbarrier stages by cp.async or by TMA for wgmma consumer warpgroups.
+MAINLOOPS = ("simt", "mma_sync", "wgmma", "ws_cpasync", "ws_tma")
+WGMMA_MAINLOOPS = ("wgmma", "ws_cpasync", "ws_tma")      # those that multiply with wgmma (sm_90a)
+WARP_SPECIALIZED = ("ws_cpasync", "ws_tma")             # those with a producer warpgroup
+# Each family's own mainloop: what KernelConfig's mainloop "" (its default) takes. The rules say which others a
+# family may take (kernel.rules.wgmma, .tma).
+FAMILY_MAINLOOP = {"naive": "simt", "simt": "simt", "skinny": "simt", "tf32": "mma_sync", "tf32x3": "mma_sync",
+                   "wmma": "mma_sync"}
+# The tile scheduler (CUTLASS's TileScheduler): plain, a block per tile of C; persistent, KernelConfig.persistent_blocks
+# blocks walking the tiles; pingpong, persistent with two consumer warpgroups taking a block's tiles in turn.
+SCHEDULERS = ("plain", "persistent", "pingpong")
 LAYOUTS = ("NN", "NT", "TN", "TT")
 BOUNDS = ("checked", "none")
 REDUCTIONS = ("atomic", "workspace")
@@ -27,7 +40,7 @@ FRAGMENT_LOADS = ("lds", "shfl")
 #   skinny: its per-warp ring is filled with cp.async (SKINNY_ARCH)
 #   tf32, tf32x3: mma.sync m16n8k8 with .tf32 operands and cp.async (TENSOR_CORE_ARCH)
 #   wmma: fp16 WMMA wherever there are tensor cores (sm_70+), bf16 and cp.async stages from sm_80 (WMMA_ARCH)
-#   mma = "wgmma" and the TMA kernels: wgmma.mma_async, on sm_90a only (WGMMA_ARCH, TMA_KIND): not on
+#   mainloop wgmma and the warp-specialized ones: wgmma.mma_async, on sm_90a only (WGMMA_ARCH, TMA_KIND): not on
 #   Blackwell, whose datacenter tensor cores take tcgen05, for which gemmgen has no family yet, so
 #   sm_100, sm_103 and sm_110 run the mma.sync kernels (gemmgen.base.devices.arch_note says so).
 RUNS_FROM = {"naive": (7, 5), "simt": (7, 5), "skinny": (8, 0), "tf32": (8, 0), "tf32x3": (8, 0), "wmma": (7, 0)}

@@ -16,10 +16,11 @@ import tokenize
 from dataclasses import fields
 from typing import Any
 
-from .config import BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, LAYOUTS, MMA_KINDS, REDUCTIONS, KernelConfig
+from .config import BOUNDS, DTYPES, FAMILIES, FRAGMENT_LOADS, LAYOUTS, MAINLOOPS, REDUCTIONS, SCHEDULERS, KernelConfig
 
 # The categorical parameters' valid values (the rules check them).
-CHOICES = {"family": FAMILIES, "layout": LAYOUTS, "dtype": DTYPES, "mma": MMA_KINDS, "bounds": BOUNDS,
+CHOICES = {"family": FAMILIES, "layout": LAYOUTS, "dtype": DTYPES, "mainloop": MAINLOOPS, "scheduler": SCHEDULERS,
+           "bounds": BOUNDS,
            "reduce": REDUCTIONS, "frag": FRAGMENT_LOADS}
 
 

@@ -82,7 +82,7 @@ class SharedMemory:
         """The warp-specialized cp.async 3xTF32 kernel can stage A either way (``a_mmajor_stage``):
         A is m-contiguous where the kernel runs it, the producers' mapping fits BM and BK, and the
         stages have room for A's padding."""
-        if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout[0] == "T"):
+        if not (self.mainloop == "ws_cpasync" and self.family == "tf32x3" and self.run_layout[0] == "T"):
             return False
         # ... its 128 producers move chunk t % (BM / 4) of rows t / (BM / 4) + (512 / BM) i: rows a multiple
         # of 4 apart (one shift a thread), BK a multiple of that step
@@ -102,7 +102,7 @@ class SharedMemory:
         swizzled as before. On the H100 the NT plans with unaligned rows of A gained 3-11%, but where the
         padding moved the carveout L1 lost the room the 4-byte copies go through (B's unaligned or
         n-contiguous rows), and those plans ran 6-16% slower (NN stays swizzled: it gained nowhere)."""
-        if not (self.tma and self.async_copy and self.family == "tf32x3" and self.run_layout == "NT"):
+        if not (self.mainloop == "ws_cpasync" and self.family == "tf32x3" and self.run_layout == "NT"):
             return False
         if self.BK != 32 or self.BM % 64:
             return False
@@ -142,7 +142,7 @@ class SharedMemory:
     def _tma_bytes(self, a_pad: int) -> int:
         """tma_tile_bytes with ``a_pad`` more bytes a stage."""
         split = self.family == "tf32x3"
-        c_tile = self.c_stage_floats * 4 if self.persistent else 0
+        c_tile = self.c_stage_floats * 4 if self.persistent_blocks else 0
         return self.stages * (self.smem_per_stage + a_pad + split * self.BN * self.BK * 4) + c_tile
 
     @property
@@ -165,7 +165,7 @@ class SharedMemory:
     def c_staged(self) -> bool:
         """Whether a TMA kernel's epilogue stages C in shared memory: persistent, in a region of its own;
         else where the consumers' tiles fit in the drained stages (else fragments go straight to C)."""
-        return bool(self.persistent) or self.c_stage_floats * 4 <= self.tma_tile_bytes
+        return bool(self.persistent_blocks) or self.c_stage_floats * 4 <= self.tma_tile_bytes
 
     @property
     def smem_bytes(self) -> int:
@@ -174,9 +174,9 @@ class SharedMemory:
         pipeline = self.smem_per_stage * self.stages
         if self.family == "skinny":   # each warp's ring, then the warps' BM x BN partials (rows BN + 1)
             return self.warps_k * max(pipeline, 4 * self.BM * (self.BN + 1))
-        if self.tma:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's), pingpong's 2 more
-            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16) + 16 * self.pingpong
-        if self.mma == "wgmma":   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
+        if self.warp_specialized:   # the tiles, then 2 or 3 mbarriers per stage (3 with the 3xTF32 split's), pingpong's 2 more
+            return self.tma_tile_bytes + self.stages * (24 if self.family == "tf32x3" else 16) + 16 * (self.scheduler == "pingpong")
+        if self.uses_wgmma:   # tiles of A beside the ring: its small parts (3xTF32), its transpose (layout T)
             return pipeline + 4 * self.BM * self.BK * ((self.family == "tf32x3") + self.a_transposed) * (1 + self.prefetch)
         if self.family in HALF:
             return max(pipeline, (self.threads // 32) * 16 * EPILOGUE_LD * 4)

@@ -36,14 +36,15 @@ def kernel_name(c) -> str:
         pipeline.append(f"f{c.frag}{'p' if c.prefetch else ''}{'i' if c.interleave else ''}")
     tail = [f"k{c.split_k}{c.reduce[0] if c.split_k > 1 else ''}", "chk" if c.bounds == "checked" else "fast"]
     occupancy = [f"o{c.min_blocks}"] if c.min_blocks != 1 else []
-    occupancy += [f"p{c.persistent}{'pp' if c.pingpong else ''}"] if c.persistent or c.pingpong else []
+    # p<blocks>, pp: the persistent and pingpong schedulers (blocks beside plain, refused by the rules, spelled too)
+    occupancy += [f"p{c.persistent_blocks}{'pp' if c.scheduler == 'pingpong' else ''}"] if c.scheduler != "plain" or c.persistent_blocks else []
     return "_".join(head + middle + pipeline + tail + occupancy + _type_suffix(c))
 
 
 def _type_suffix(c) -> list[str]:
-    """Name parts of the element type, the tensor-core instruction and the accumulation, where not
-    the defaults."""
-    return (([c.dtype] if c.dtype != "f32" else []) + (["wg"] if c.mma != "sync" else [])
-            + (["tma" if c.tensor_maps else "ws"] if c.tma else [])
+    """Name parts of the element type, the mainloop (wg: wgmma; tma, ws: its warp-specialized producer by
+    TMA or by cp.async) and the accumulation, where not the defaults."""
+    return (([c.dtype] if c.dtype != "f32" else []) + (["wg"] if c.uses_wgmma else [])
+            + (["tma" if c.tensor_maps else "ws"] if c.warp_specialized else [])
             + (["direct"] if not c.partials else [])
             + (["sw"] if c.swap else []))   # skinny spells it before its own tail

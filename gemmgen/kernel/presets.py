@@ -50,9 +50,9 @@ _BUILTIN_BEST = {
 # of padding (a stage of 128x128 is 16 KB). Fastest spill-free tiles of an H100 sweep at 4096^3:
 # tf32x3 takes 8 warps of 64x32 (64 accumulators per thread; 64x64 spills with big/small fragments);
 # tf32 takes 8 warps of 64x64 over a 256x128 tile (half the fragment loads per mma of 64x32).
-_TC = KernelConfig(family="tf32x3", BM=128, BN=128, BK=16, WM=64, WN=32, swz_a=8, swz_b=8, raster=8,
+_TC = KernelConfig(family="tf32x3", mainloop="mma_sync", BM=128, BN=128, BK=16, WM=64, WN=32, swz_a=8, swz_b=8, raster=8,
                    stages=4, async_copy=True)
-_WG = KernelConfig(family="tf32x3", mma="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8, pad_b=8,
+_WG = KernelConfig(family="tf32x3", mainloop="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8, pad_b=8,
                    raster=8, stages=2, async_copy=True)
 _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32": (_TC.replace(family="tf32", BM=256, WN=64),
@@ -76,20 +76,20 @@ _TENSOR_CORE_PRESETS: dict[str, tuple[KernelConfig, str]] = {
 # Warp-specialized TMA kernels: a producer warpgroup (TMA into mbarrier stages, and for the
 # 3xTF32 3 warps that split each stage; for TF32 the copy engine rounds to TF32 itself), consumer warpgroups of 64 rows x BN on wgmma.
 # Layout NT (both operands K-major); sm_90a only.
-_TMA = KernelConfig(family="tf32x3", layout="NT", mma="wgmma", tma=True, BM=128, BN=176, BK=32, WM=64, WN=176,
+_TMA = KernelConfig(family="tf32x3", layout="NT", mainloop="ws_tma", BM=128, BN=176, BK=32, WM=64, WN=176,
                     swz_a=8, swz_b=8, stages=3, raster=8)
 _TMA_HALF = _TMA.replace(family="wmma", dtype="f16", BN=256, BK=64, WN=256, vec=8, stages=4, partials=False)
 _TMA_PRESETS: dict[str, tuple[KernelConfig, str]] = {
     "tf32x3-tma": (_TMA, "3xTF32 on a warp-specialized TMA pipeline: A split in the consumers' registers, "
                          "B's small parts by producer warps, fp32 accuracy (NT, sm_90a only)"),
-    "tf32x3-ws": (_TMA.replace(layout="NN", async_copy=True, BN=128, WN=128, stages=4),
+    "tf32x3-ws": (_TMA.replace(layout="NN", mainloop="ws_cpasync", BN=128, WN=128, stages=4),
                   "tf32x3-tma with cp.async instead of TMA in the producer: any layout (m- or n-contiguous tiles "
                   "transposed on the way) and any row alignment, no copies before it (sm_90a only)"),
-    "tf32x3-ws-pp": (_TMA.replace(layout="NN", async_copy=True, BM=64, WM=64, BN=128, WN=128, stages=3, persistent=132,
-                                  pingpong=True),
+    "tf32x3-ws-pp": (_TMA.replace(layout="NN", mainloop="ws_cpasync", BM=64, WM=64, BN=128, WN=128, stages=3,
+                                  scheduler="pingpong", persistent_blocks=132),
                      "tf32x3-ws on a persistent grid whose two consumer warpgroups take 64-row tiles of C in turn: "
                      "one stores its tile while the other multiplies (shallow K, sm_90a only)"),
-    "tf32x3-ws-m": (_TMA.replace(layout="NN", async_copy=True, BN=32, WN=32, stages=6, swap=True),
+    "tf32x3-ws-m": (_TMA.replace(layout="NN", mainloop="ws_cpasync", BN=32, WN=32, stages=6, swap=True),
                     "tf32x3-ws on C^T = op(B)^T op(A)^T, C stored transposed: few rows of C (M <= 32) fill a "
                     "128x32 tile of C^T instead of a mostly empty 64-row one (sm_90a only)"),
     "tf32-tma": (_TMA.replace(family="tf32", BN=256, WN=256, stages=4),
@@ -192,18 +192,18 @@ def all_presets(arch: str = "sm_90") -> list[KernelConfig]:
     return [preset(n, arch) for n in names() if runs_on(n, arch)]
 
 
-def representatives(arch: str) -> dict[tuple[str, str, bool], str]:
-    """The first preset of each kind of kernel (family, mma, tma: one template path each) that runs on
+def representatives(arch: str) -> dict[tuple[str, str], str]:
+    """The first preset of each kind of kernel (family, mainloop: one template path each) that runs on
     an architecture: what a compile check of every architecture builds, where every preset is too many.
 
     >>> representatives("sm_75")
-    {('naive', 'sync', False): 'v0', ('simt', 'sync', False): 'v2', ('wmma', 'sync', False): 'wmma'}
+    {('naive', 'simt'): 'v0', ('simt', 'simt'): 'v2', ('wmma', 'mma_sync'): 'wmma'}
     >>> sorted(k[0] for k in representatives("sm_100"))
     ['naive', 'simt', 'skinny', 'tf32', 'tf32x3', 'wmma']
     """
-    out: dict[tuple[str, str, bool], str] = {}
+    out: dict[tuple[str, str], str] = {}
     for name in names():
         c = preset(name, arch)
-        if (c.family, c.mma, c.tma) not in out and runs_on(name, arch):
-            out[(c.family, c.mma, c.tma)] = name
+        if (c.family, c.mainloop) not in out and runs_on(name, arch):
+            out[(c.family, c.mainloop)] = name
     return out

@@ -33,7 +33,7 @@ def param_struct(name: str, fields: str) -> type:
 _MAIN = param_struct("_Main", "M:i N:i K:i alpha:f A:p lda:i B:p ldb:i beta:f C:p ldc:i W:p")
 _SCALE = param_struct("_Scale", "M:i N:i beta:f C:p ldc:i")
 _REDUCE = param_struct("_Reduce", "M:i N:i alpha:f beta:f C:p ldc:i W:p")
-# The TMA kernels (tma = true) take the tensor maps of A and B after the common parameters.
+# The TMA kernels (mainloop = ws_tma) take the tensor maps of A and B after the common parameters.
 _MAIN_TMA = type("_MainTma", (ctypes.Structure,), {"_fields_": _MAIN._fields_ + [("tmA", TmaMap), ("tmB", TmaMap)]})
 
 
@@ -101,7 +101,7 @@ class LoadedKernel:
         self.dependent = config.split_workspace and supported(binary.arch)
         # the main kernel waits for the grid ahead of it (templates/common.cuh.j2 wait_for_inputs); a
         # planted source (``planted``: not the template's) may not, so it never starts early
-        self.waits = not planted and config.mma == "wgmma" and supported(binary.arch)
+        self.waits = not planted and config.uses_wgmma and supported(binary.arch)
         self.after_copies, self.after_scale = after_copies, after_scale
         if config.smem_bytes > _SMEM_DEFAULT_LIMIT:
             # Above 48 KB a block must opt in to the larger dynamic shared-memory carve-out
@@ -196,13 +196,13 @@ class Launch:
     """
 
     __slots__ = ("kernel", "M", "N", "K", "lda", "ldb", "main", "scale", "reduce", "grid", "block", "smem",
-                 "egrid", "fn", "fn_scale", "fn_reduce", "tma", "_last", "reduce_after", "main_after", "flag_words",
+                 "egrid", "fn", "fn_scale", "fn_reduce", "tensor_maps", "_last", "reduce_after", "main_after", "flag_words",
                  "after_copies", "after_scale")
 
     def __init__(self, kernel: LoadedKernel, M: int, N: int, K: int, lda: int, ldb: int, ldc: int):
         c = kernel.config
         self.kernel, self.M, self.N, self.K, self.lda, self.ldb = kernel, M, N, K, lda, ldb
-        self.tma = c.tensor_maps
+        self.tensor_maps = c.tensor_maps
         self.main = ParamBuffer(_MAIN_TMA if c.tensor_maps else _MAIN)
         p = self.main.params
         p.M, p.N, p.K, p.lda, p.ldb, p.ldc = M, N, K, lda, ldb, ldc
@@ -242,7 +242,7 @@ class Launch:
                 q.beta, q.C = beta, C
                 launch(self.fn_scale, *self.egrid, 256, 1, 1, 0, stream, self.scale.argv_ptr, 0)
                 scaled = True
-        if self.tma and self._last != (A, B):
+        if self.tensor_maps and self._last != (A, B):
             p.tmA, p.tmB = self.kernel.tensor_maps(A, self.lda, B, self.ldb, self.M, self.N, self.K)
             self._last = (A, B)
         p.A, p.B, p.C, p.alpha, p.beta = A, B, C, alpha, beta

@@ -51,8 +51,8 @@ def kind(c: KernelConfig) -> str:
     """
     if c.family in ("simt", "skinny"):
         return c.family
-    if c.mma == "wgmma":
-        return "ws" if c.tma else "wgmma"
+    if c.uses_wgmma:
+        return "ws" if c.warp_specialized else "wgmma"
     return "sync"
 
 

@@ -122,7 +122,7 @@ def write(path: Path, kernels: Sequence[KernelConfig], coefficients: Mapping[str
 
 def group_of(c: KernelConfig) -> str:
     """The family name a portfolio group draws on: the family, with tf32x3's mma.sync kernels apart."""
-    return f"{c.family}/sync" if c.family == "tf32x3" and c.mma == "sync" else c.family
+    return f"{c.family}/sync" if c.family == "tf32x3" and c.mainloop == "mma_sync" else c.family
 
 
 def derive(tuned: Sequence[tuple[DeviceSpec, Timings]], groups=GROUPS) -> tuple[list[KernelConfig], dict, dict]:

@@ -55,7 +55,7 @@ def latency_bound(c: KernelConfig) -> bool:
     >>> latency_bound(preset("tf32x3-wgmma")), latency_bound(preset("v10"))
     (True, False)
     """
-    return c.mma == "wgmma"
+    return c.uses_wgmma
 
 
 def latency_steps(c: KernelConfig, s: Shape, sm_count: int, resident: int) -> float:

@@ -105,7 +105,7 @@ def small_copy(planner: "planner.Planner", req: Request, plan: Plan) -> bool:
     if plan.rival.ms >= p.small_pack_ms:
         return True
     share = p.split_copy_share if c.split_k > 1 else p.copy_share
-    return ((c.tma or not p.small_needs_tma) and plan.copies_ms <= share * plan.kernel_ms
+    return ((c.warp_specialized or not p.small_needs_tma) and plan.copies_ms <= share * plan.kernel_ms
             and req.K >= p.min_stage_k)
 
 

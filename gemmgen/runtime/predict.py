@@ -129,7 +129,7 @@ def unaligned_factor(c: KernelConfig, policy: Policy = DEFAULT) -> float:
     """
     if c.family == "simt":
         return policy.unaligned_simt
-    return policy.unaligned_ws if c.tma and c.async_copy else policy.unaligned
+    return policy.unaligned_ws if c.mainloop == "ws_cpasync" else policy.unaligned
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ def layout_changes(planner: "planner.Planner", req: Request, own: Plan) -> list[
         lda2 = copied_ld("A", other[0], req.M, req.N, req.K, align) if copy_a else lda
         ldb2 = copied_ld("B", other[1], req.M, req.N, req.K, align) if copy_b else ldb
         fair = [f for f in planner.candidates(req.precision, other, req.family)
-                if f.measured_near(here, True) or (f.config.tma and not own_near)]
+                if f.measured_near(here, True) or (f.config.warp_specialized and not own_near)]
         found = best(fair, req.M, req.N, req.K, other, lda2, ldb2, req.ldc, True)
         if found is not None:
             ms = copies_ms(req.M, req.N, req.K, req.layout, other, copy_a, copy_b, planner.bandwidth, req.elem,

@@ -14,9 +14,9 @@
 // Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 8, "BM": 128, "BN": 128, "TM": 4, "TN": 4, "WM": 64, "WMITER": 2, "WN": 32, "WNITER": 2,
 //    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f32",
-//    "family": "simt", "frag": "lds", "label": "v12", "layout": "NN", "min_blocks": 1,
-//    "mma": "sync", "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": true, "raster": 8,
-//    "reduce": "atomic", "split_k": 4, "stages": 2, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 4}
+//    "family": "simt", "frag": "lds", "label": "v12", "layout": "NN", "mainloop": "simt",
+//    "min_blocks": 1, "pad_a": 4, "pad_b": 0, "partials": true, "prefetch": true, "raster": 8,
+//    "reduce": "atomic", "split_k": 4, "stages": 2, "swz_a": 1, "swz_b": 1, "vec": 4}
 //
 // Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 KERNEL.cu -o KERNEL.cubin
 // Produced by: gemmgen emit golden v12

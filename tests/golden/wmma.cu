@@ -13,9 +13,9 @@
 // Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 32, "BM": 128, "BN": 128, "TM": 8, "TN": 8, "WM": 32, "WMITER": 1, "WN": 32, "WNITER": 1,
 //    "a_kmajor": true, "async_copy": false, "bounds": "checked", "coalesced": true, "dtype": "f16",
-//    "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "min_blocks": 1,
-//    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1,
-//    "reduce": "atomic", "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 8}
+//    "family": "wmma", "frag": "lds", "label": "wmma", "layout": "NN", "mainloop": "mma_sync",
+//    "min_blocks": 1, "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 1,
+//    "reduce": "atomic", "split_k": 1, "stages": 1, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
 // Build: nvcc -cubin -O3 -std=c++17 -arch=sm_90 KERNEL.cu -o KERNEL.cubin
 // Produced by: gemmgen emit golden wmma

@@ -13,9 +13,9 @@
 // Config (JSON, one key-value pair never split: `gemmgen emit --config FILE` reads it back):
 //   {"BK": 32, "BM": 128, "BN": 256, "TM": 8, "TN": 8, "WM": 64, "WMITER": 1, "WN": 64, "WNITER": 1,
 //    "a_kmajor": true, "async_copy": true, "bounds": "checked", "coalesced": true, "dtype": "bf16",
-//    "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "min_blocks": 1,
-//    "mma": "sync", "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
-//    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "tma": false, "vec": 8}
+//    "family": "wmma", "frag": "lds", "label": "wmma-bf16", "layout": "NN", "mainloop": "mma_sync",
+//    "min_blocks": 1, "pad_a": 8, "pad_b": 8, "partials": true, "prefetch": false, "raster": 8,
+//    "reduce": "atomic", "split_k": 1, "stages": 3, "swz_a": 1, "swz_b": 1, "vec": 8}
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 KERNEL.cu -lcublas -o KERNEL
 // Produced by: gemmgen emit golden wmma_bf16_harness

@@ -18,7 +18,7 @@ PRESETS = all_presets("sm_90")
 
 def _skip_other_layouts_of_wgmma(cfg, layout):
     bad = explain(cfg.replace(layout=layout), "h100")
-    if cfg.mma == "wgmma" and bad:   # tf32-wgmma's 4 stages leave no room for a transposed A tile
+    if cfg.uses_wgmma and bad:   # tf32-wgmma's 4 stages leave no room for a transposed A tile
         pytest.skip(f"{cfg.label} does not fit layout {layout}: {bad[0]}")
 
 
@@ -30,7 +30,7 @@ def test_preset_correct(session, cfg, shape, layout):
         pytest.skip("naive kernels: one layout suffices at the slow shapes")
     _skip_other_layouts_of_wgmma(cfg, layout)
     s = Shape.parse(shape, layout)
-    refused = (cfg.tma or cfg.family == "skinny") and cfg.accepts(s.M, s.N, s.K)
+    refused = (cfg.warp_specialized or cfg.family == "skinny") and cfg.accepts(s.M, s.N, s.K)
     if refused:   # TMA reads 16-byte rows, skinny kernels take N <= BN: the dispatch sends these elsewhere
         pytest.skip(f"{cfg.label}: {refused}")
     if not cfg.partials and min(s.M, s.N) == 1:

@@ -50,7 +50,7 @@ def _run_both(session, cfg, shape, a_store, b_store):
 
     from gemmgen.measure.launch import Operands
 
-    wgmma_t = cfg.mma == "wgmma" and not cfg.tma and shape.layout[1] == "T"   # B's k-contiguous rows want 4 floats of padding
+    wgmma_t = cfg.uses_wgmma and not cfg.warp_specialized and shape.layout[1] == "T"   # B's k-contiguous rows want 4 floats of padding
     k = session.kernel(cfg.replace(layout=shape.layout, pad_b=4 if wgmma_t else cfg.pad_b))
     ours = cupy.ones((shape.M, shape.N), cupy.float32)
     ref = cupy.ones((shape.M, shape.N), cupy.float32)

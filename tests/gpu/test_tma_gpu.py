@@ -1,4 +1,4 @@
-"""The warp-specialized TMA wgmma kernels (mma="wgmma", tma=True) on an sm_90 GPU, f16/bf16 layout NT:
+"""The warp-specialized TMA wgmma kernels (mainloop="ws_tma") on an sm_90 GPU, f16/bf16 layout NT:
 the correctness gate (alpha=1/beta=0 on C poisoned with NaN, then alpha=0.5/beta=3; against float64
 and cuBLAS in the same mode) on ragged shapes, where the copy engine's zero-filled edges replace the
 kernel's bounds checks; padded and odd leading dimensions; rows not 16 bytes apart are refused.
@@ -161,14 +161,14 @@ def test_rows_not_16_bytes_apart_are_refused(hopper, name):
 # own. Few blocks make each walk many tiles (the ring's phases run on across tiles); the f16 kernel
 # accumulates on the tensor cores, so its consumers hand the last stage of each tile back after it.
 PERSISTENT = {
-    "x3-176-s2-p3": preset("tf32x3-tma").replace(stages=2, persistent=3, label=""),
-    "x3-128-s3-p132": X3.replace(stages=3, persistent=132),
-    "x3-64x128-s4-p5": X3.replace(BM=64, persistent=5),
-    "f16-128x128-direct-p7": F16.replace(BN=128, WN=128, stages=2, persistent=7),
+    "x3-176-s2-p3": preset("tf32x3-tma").replace(stages=2, scheduler="persistent", persistent_blocks=3, label=""),
+    "x3-128-s3-p132": X3.replace(stages=3, scheduler="persistent", persistent_blocks=132),
+    "x3-64x128-s4-p5": X3.replace(BM=64, scheduler="persistent", persistent_blocks=5),
+    "f16-128x128-direct-p7": F16.replace(BN=128, WN=128, stages=2, scheduler="persistent", persistent_blocks=7),
     # pingpong: two consumers take the block's 64-row tiles in turn; the f16 kernel's hand back each
     # tile's last stage after its main loop
-    "x3-64x128-s3-p3-pp": X3.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
-    "f16-64x128-direct-p7-pp": F16.replace(BM=64, WM=64, BN=128, WN=128, stages=2, persistent=7, pingpong=True),
+    "x3-64x128-s3-p3-pp": X3.replace(BM=64, WM=64, stages=3, scheduler="pingpong", persistent_blocks=3),
+    "f16-64x128-direct-p7-pp": F16.replace(BM=64, WM=64, BN=128, WN=128, stages=2, scheduler="pingpong", persistent_blocks=7),
 }
 
 

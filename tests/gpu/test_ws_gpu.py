@@ -1,4 +1,4 @@
-"""The 3xTF32 warp-specialized kernel whose producer copies with cp.async (tma=True, async_copy=True,
+"""The 3xTF32 warp-specialized kernel whose producer copies with cp.async (mainloop="ws_cpasync",
 preset tf32x3-ws) on an sm_90 GPU: every layout (m- or n-contiguous tiles transposed by the 4-byte
 copies), rows of any alignment (16-byte copies only where rows are 16 bytes apart from a 16-byte
 aligned start), ragged edges and K tails zero-filled by the copies, split-K by atomics and through a
@@ -21,23 +21,23 @@ CONFIGS = {
     "128x128-s4": WS,
     "128x64-s6-k4a": WS.replace(BN=64, WN=64, stages=6, split_k=4),
     "64x128-s4-k3w": WS.replace(BM=64, split_k=3, reduce="workspace"),
-    "128x128-s2-p16": WS.replace(stages=2, persistent=16),
+    "128x128-s2-p16": WS.replace(stages=2, scheduler="persistent", persistent_blocks=16),
     # narrow tiles for few columns, and swapped (C^T computed, C stored transposed) for few rows
     "128x24-s6-k2a": WS.replace(BN=24, WN=24, stages=6, split_k=2),
     "64x32-s8-sw": WS.replace(BM=64, BN=32, WN=32, stages=8, swap=True),
     "128x24-s6-k4a-sw": WS.replace(BN=24, WN=24, stages=6, split_k=4, swap=True),
     "64x48-s6-k3w-sw": WS.replace(BM=64, BN=48, WN=48, stages=6, split_k=3, reduce="workspace", swap=True),
-    "128x64-s2-p16-sw": WS.replace(BN=64, WN=64, stages=2, persistent=16, swap=True),
+    "128x64-s2-p16-sw": WS.replace(BN=64, WN=64, stages=2, scheduler="persistent", persistent_blocks=16, swap=True),
     # a swapped staging tile (2 x 32 x 68 floats) smaller than BM x C_LD: the mbarriers follow it
-    "128x32-s2-p16-sw": WS.replace(BN=32, WN=32, stages=2, persistent=16, swap=True),
+    "128x32-s2-p16-sw": WS.replace(BN=32, WN=32, stages=2, scheduler="persistent", persistent_blocks=16, swap=True),
     # two blocks an SM (min_blocks = 2): no setmaxnreg, 80 registers a thread
     "128x32-s4-k4a-o2": WS.replace(BN=32, WN=32, stages=4, split_k=4, min_blocks=2),
     "128x48-s3-o2-sw": WS.replace(BN=48, WN=48, stages=3, min_blocks=2, swap=True),
     "64x64-s4-k3w-o2": WS.replace(BM=64, BN=64, WN=64, stages=4, split_k=3, reduce="workspace", min_blocks=2),
     # pingpong: two consumers take a persistent block's tiles in turn (few blocks: many turns, odd counts)
-    "64x128-s3-p3-pp": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
-    "64x64-s4-p16-pp": WS.replace(BM=64, WM=64, BN=64, WN=64, stages=4, persistent=16, pingpong=True),
-    "128x64-s2-p5-pp": WS.replace(BM=128, WM=128, BN=64, WN=64, stages=2, persistent=5, pingpong=True),
+    "64x128-s3-p3-pp": WS.replace(BM=64, WM=64, stages=3, scheduler="pingpong", persistent_blocks=3),
+    "64x64-s4-p16-pp": WS.replace(BM=64, WM=64, BN=64, WN=64, stages=4, scheduler="pingpong", persistent_blocks=16),
+    "128x64-s2-p5-pp": WS.replace(BM=128, WM=128, BN=64, WN=64, stages=2, scheduler="pingpong", persistent_blocks=5),
 }
 # Ragged in every dimension, K below one stage and not a multiple of 4, one row or column, deep K.
 SHAPES = ["256x256x256", "777x1234x520", "129x257x67", "1x300x33", "300x1x33", "1000x999x3", "70x90x2050",
@@ -61,10 +61,10 @@ def test_gate_passes_in_every_layout(hopper, name, layout, shape):
 RAGGED = {
     "ws-tail": WS,
     "ws-k3w-tail": WS.replace(BM=64, split_k=3, reduce="workspace"),
-    "ws-p16-branch": WS.replace(stages=2, persistent=16),
-    "ws-pp-whole": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
+    "ws-p16-branch": WS.replace(stages=2, scheduler="persistent", persistent_blocks=16),
+    "ws-pp-whole": WS.replace(BM=64, WM=64, stages=3, scheduler="pingpong", persistent_blocks=3),
     "tma-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, label=""),
-    "tma-p3-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=2, persistent=3, label=""),
+    "tma-p3-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=2, scheduler="persistent", persistent_blocks=3, label=""),
     "tma-k3a-tail": preset("tf32x3-tma").replace(BN=128, WN=128, stages=4, split_k=3, label=""),
 }
 
@@ -75,7 +75,7 @@ def test_last_ragged_stage_issues_its_k_steps(hopper, name, layout, K):
     """TMA reads NT with 16-byte rows: K rounded up to a multiple of 4 there (36, 44, 52, 64, 116: still
     one, two, three and no k step short of a stage). K = 35 splits three ways into 32, 3 and an empty slice."""
     cfg = RAGGED[name].replace(layout=layout)
-    K = -(-K // 4) * 4 if cfg.tma and not cfg.async_copy else K
+    K = -(-K // 4) * 4 if cfg.warp_specialized and not cfg.async_copy else K
     errors = hopper.check(cfg, Shape(304, 264, K, layout), seed=K)   # raises WrongResult past the gate
     assert errors["err_fp64"] <= min(errors["bound"], 2e-6), errors
 
@@ -113,7 +113,7 @@ def test_m_contiguous_rows_of_a_staged_as_they_lie(hopper, name, layout, pad):
     a copy: aligned rows (pad 3: ld = 336), and rows with ld % 4 = 1, 2, 3 copied as the chunks around
     them, shifted; ragged M, N and K, split-K, the persistent grid, two blocks an SM."""
     layout, _, sw = layout.partition("-")
-    if sw and CONFIGS[name].pingpong:
+    if sw and CONFIGS[name].scheduler == "pingpong":
         pytest.skip("no swapped pingpong kernel")
     cfg = CONFIGS[name].replace(layout=layout, swap=bool(sw))
     assert cfg.a_mmajor_stage
@@ -137,9 +137,9 @@ KSHIFT = {
     "128x160-s3": WS.replace(BN=160, WN=160, stages=3),
     "128x96-s5-k4a": WS.replace(BN=96, WN=96, stages=5, split_k=4),
     "64x128-s5-k3w": WS.replace(BM=64, stages=5, split_k=3, reduce="workspace"),
-    "128x128-s2-p16": WS.replace(stages=2, persistent=16),
+    "128x128-s2-p16": WS.replace(stages=2, scheduler="persistent", persistent_blocks=16),
     "128x48-s3-o2": WS.replace(BN=48, WN=48, stages=3, min_blocks=2),
-    "64x128-s3-p3-pp": WS.replace(BM=64, WM=64, stages=3, persistent=3, pingpong=True),
+    "64x128-s3-p3-pp": WS.replace(BM=64, WM=64, stages=3, scheduler="pingpong", persistent_blocks=3),
 }
 
 
@@ -154,7 +154,7 @@ def test_k_contiguous_rows_of_a_copied_shifted(hopper, name, layout, pad):
     The other tests' NT kernels (128x128 4 stages, say) keep the swizzled stage: their padding would move
     the carveout."""
     layout, _, sw = layout.partition("-")
-    if sw and KSHIFT[name].pingpong:
+    if sw and KSHIFT[name].scheduler == "pingpong":
         pytest.skip("no swapped pingpong kernel")
     cfg = KSHIFT[name].replace(layout=layout, swap=bool(sw))
     assert cfg.a_kshift_stage

@@ -10,7 +10,7 @@ The first three (FAMILY, LAYOUT, POSITIVE) are structural: later rules divide by
 """
 from __future__ import annotations
 
-from ..config import DTYPES, FAMILIES, HALF, LAYOUTS, KernelConfig
+from ..config import DTYPES, FAMILIES, FAMILY_MAINLOOP, HALF, LAYOUTS, MAINLOOPS, SCHEDULERS, KernelConfig
 from .rule import ANY_FAMILY, RuleSet, choice
 
 RULES = RuleSet()
@@ -56,21 +56,51 @@ def _partials(c, d):
     return None
 
 
-@RULES.add("PERSISTENT")
-def _persistent(c, d):
-    if c.persistent < 0:
-        return f"persistent = {c.persistent}: 0 (a block per tile of C) or the blocks of a persistent grid, 1 or more"
-    if c.persistent and not c.tma:
-        return (f"persistent = {c.persistent}: only the TMA kernels (tma = true) walk tiles in a persistent "
-                "grid; leave it 0")
-    if c.persistent and c.split_k > 1:
-        return (f"persistent = {c.persistent} with split_k = {c.split_k}: a persistent grid walks whole tiles "
-                "of C; use split_k = 1 or persistent = 0")
-    if c.pingpong and not c.persistent:
-        return ("pingpong = true: two consumers take a persistent block's tiles in turn; it needs persistent "
-                "> 0 (the blocks of the grid), or pingpong = false")
-    if c.pingpong and c.swap:
-        return "pingpong = true with swap = true: the swapped kernel has no pingpong variant; one of them false"
+def _axis(c, key: str, valid: tuple[str, ...]) -> str | None:
+    """A named axis of the config (mainloop, scheduler) holding none of its values: the sentence listing them."""
+    bad = choice(getattr(c, key), valid)
+    return f"{key} = {bad}" if bad else None
+
+
+@RULES.add("MAINLOOP")
+def _mainloop(c, d):
+    if _axis(c, "mainloop", MAINLOOPS):
+        return _axis(c, "mainloop", MAINLOOPS)
+    own = FAMILY_MAINLOOP.get(c.family)
+    if own == "simt" and c.mainloop != "simt":
+        return (f"mainloop = {c.mainloop!r}: the {c.family} family multiplies with FMA on the CUDA cores, "
+                "mainloop = 'simt'")
+    if own != "simt" and c.mainloop == "simt":
+        return (f"mainloop = 'simt' is the FMA families' (naive, simt, skinny); the {c.family} family multiplies "
+                f"on the tensor cores: mainloop = 'mma_sync'"
+                + (" or 'ws_tma'" if c.family in HALF else ", 'wgmma', 'ws_cpasync' or 'ws_tma'"))
+    if c.family in HALF and c.mainloop == "wgmma":
+        return ("mainloop = 'wgmma' (on a cp.async ring) is the TF32 families'; the wmma family takes "
+                "mainloop = 'mma_sync' (warp-level WMMA) or 'ws_tma'")
+    return None
+
+
+@RULES.add("SCHEDULER")
+def _scheduler(c, d):
+    if _axis(c, "scheduler", SCHEDULERS):
+        return _axis(c, "scheduler", SCHEDULERS)
+    if c.scheduler == "plain":
+        if c.persistent_blocks:
+            return (f"persistent_blocks = {c.persistent_blocks} with scheduler = 'plain' (a block per tile of C): it counts a "
+                    "persistent grid's; leave it 0, or scheduler = 'persistent' or 'pingpong'")
+        return None
+    if c.persistent_blocks < 1:
+        return (f"scheduler = {c.scheduler!r} with persistent_blocks = {c.persistent_blocks}: the persistent grid's blocks, 1 or more "
+                "(or scheduler = 'plain', a block per tile of C)")
+    if not c.warp_specialized:
+        return (f"scheduler = {c.scheduler!r}: only the warp-specialized kernels (mainloop = 'ws_cpasync' or "
+                "'ws_tma') walk tiles in a persistent grid; use scheduler = 'plain'")
+    if c.split_k > 1:
+        return (f"scheduler = {c.scheduler!r} with split_k = {c.split_k}: a persistent grid walks whole tiles "
+                "of C; use split_k = 1 or scheduler = 'plain'")
+    if c.scheduler == "pingpong" and c.swap:
+        return ("scheduler = 'pingpong' with swap = true: the swapped kernel has no pingpong variant; "
+                "scheduler = 'persistent' or swap = false")
     return None
 
 
@@ -86,9 +116,9 @@ def _threads(c, d):
 def _warps_k(c, d):
     if c.warps_k != 1 and c.family != "skinny":
         return f"warps_k = {c.warps_k} applies to the skinny family only (warps splitting K); leave it 1"
-    if c.swap and not (c.family == "skinny" or (c.tma and c.async_copy)):
+    if c.swap and not (c.family == "skinny" or c.mainloop == "ws_cpasync"):
         return ("swap = true applies to the skinny family and the cp.async warp-specialized 3xTF32 kernel "
-                "(tf32x3, tma = true, async_copy = true) only (C^T = op(B)^T op(A)^T, C stored transposed); "
+                "(tf32x3, mainloop = 'ws_cpasync') only (C^T = op(B)^T op(A)^T, C stored transposed); "
                 "leave it false")
     return None
 

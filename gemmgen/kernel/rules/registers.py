@@ -87,7 +87,7 @@ def tma_registers(consumers: int, async_copy: bool = False, min_blocks: int = 1)
 
 def model_of(c: KernelConfig) -> str | None:
     """The name of the model that estimates a config's registers (None for the naive family)."""
-    if c.mma == "wgmma":
+    if c.uses_wgmma:
         return "wgmma"
     if c.tensor_core:
         return "tensor_core"

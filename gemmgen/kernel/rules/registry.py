@@ -21,7 +21,7 @@ from .rule import Rule, Violation
 DeviceLike = Union[DeviceSpec, str]
 # Checked in this order: every family's basics, the tiled families' shared rules, then each family's own.
 RULES: tuple[Rule, ...] = (*common.RULES, *tiled.RULES, *tensor_core.RULES, *wmma.RULES, *wgmma.RULES, *skinny.RULES)
-# A TMA kernel (tma = true) is checked by the rules every family obeys and its own: the cp.async
+# A warp-specialized kernel (mainloop ws_cpasync, ws_tma) is checked by the rules every family obeys and its own: the cp.async
 # kernels' tile, copy and register rules describe kernels it is not.
 TMA_RULES: tuple[Rule, ...] = (*common.RULES, *tma.RULES)
 
@@ -60,7 +60,7 @@ def explain(config: KernelConfig, target: DeviceLike) -> list[Violation]:
                         "KernelConfig(...) or KernelConfig.from_dict(...)")
     dev = as_device(target)
     out: list[Violation] = []
-    for rule in TMA_RULES if config.tma else RULES:
+    for rule in TMA_RULES if config.warp_specialized else RULES:
         reason = rule.check(config, dev) if rule.applies(config) else None
         if reason:
             out.append(Violation(rule.name, reason))

@@ -28,7 +28,7 @@ UNUSED = ("WMITER", "WNITER", "TM", "TN", "a_kmajor", "prefetch", "frag", "coale
 def unused(c: KernelConfig) -> tuple[str, ...]:
     """The UNUSED parameters of config c's kernel: all of them, but prefetch for the cp.async wgmma
     kernel (there the next stage's split overlaps this stage's wgmma)."""
-    return tuple(k for k in UNUSED if not (k == "prefetch" and c.mma == "wgmma" and not c.tma))
+    return tuple(k for k in UNUSED if not (k == "prefetch" and c.uses_wgmma and not c.warp_specialized))
 
 
 def _tc(name):
@@ -109,7 +109,7 @@ def _swizzle(c, d):
 
 @_tc("TC_REGISTERS")
 def _registers(c, d):
-    if c.mma == "wgmma":
+    if c.uses_wgmma:
         return None   # wgmma.WGMMA_REGISTERS counts the wgmma variant's registers
     return registers.violation(c, d, f"{c.accumulators} accumulators for a {c.WM}x{c.WN} warp tile",
                                ". A smaller warp tile fits")

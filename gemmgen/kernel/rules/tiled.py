@@ -125,7 +125,7 @@ def _async_arch(c, d):
 @_staged("SHARED_MEMORY")
 def shared_memory(c, d):
     if c.smem_bytes > d.smem_per_block_optin:
-        c_tile = f" and C's {c.BM}x{c.c_ld} staging tile" if c.persistent else ""
+        c_tile = f" and C's {c.BM}x{c.c_ld} staging tile" if c.persistent_blocks else ""
         return (f"{c.smem_bytes} bytes of shared memory ({c.stages} stages x {c.smem_per_stage}{c_tile}); "
                 f"the {d.key} allows {d.smem_per_block_optin} per block. Fewer stages or a smaller tile fit")
     return None

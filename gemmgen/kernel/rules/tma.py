@@ -1,6 +1,6 @@
-"""Rules of the warp-specialized TMA variant of the wgmma kernels (``mma="wgmma"``, ``tma=True``).
+"""Rules of the warp-specialized mainloops of the wgmma kernels (``mainloop="ws_tma"`` or ``"ws_cpasync"``).
 
-A producer warpgroup copies tiles of A and B with TMA (or, ``async_copy=True``, with cp.async from any
+A producer warpgroup copies tiles of A and B with TMA (ws_tma; or, ws_cpasync, with cp.async from any
 layout and row alignment: the 3xTF32 family) into mbarrier stages; BM/WM consumer
 warpgroups multiply them with wgmma reading both operands from shared memory, each WM rows by all
 BN columns. These configs answer only to the rules every family obeys (:mod:`.common`) and to these:
@@ -8,17 +8,17 @@ the other families' tile, copy and register rules describe kernels this one is n
 
 >>> from gemmgen.kernel.config import KernelConfig
 >>> from gemmgen.kernel.rules import explain
->>> cfg = KernelConfig(family="wmma", dtype="f16", layout="NT", mma="wgmma", tma=True, BM=128, BN=256, BK=64,
+>>> cfg = KernelConfig(family="wmma", dtype="f16", layout="NT", mainloop="ws_tma", BM=128, BN=256, BK=64,
 ...                    WM=64, WN=256, vec=8, swz_a=8, swz_b=8, stages=4, partials=False)
 >>> explain(cfg, "sm_90")
 []
 >>> [v.rule for v in explain(cfg.replace(BN=192, stages=3, layout="NN"), "sm_90")]
 ['TMA_LAYOUT', 'TMA_TILE']
->>> ws = KernelConfig(family="tf32x3", layout="NN", mma="wgmma", tma=True, async_copy=True, BM=128, BN=128, BK=32,
+>>> ws = KernelConfig(family="tf32x3", layout="NN", mainloop="ws_cpasync", BM=128, BN=128, BK=32,
 ...                   WM=64, WN=128, vec=4, swz_a=8, swz_b=8, stages=4)
 >>> explain(ws, "sm_90"), [v.rule for v in explain(ws.replace(family="wmma", dtype="f16", BK=64, vec=8), "sm_90")]
 ([], ['TMA_COPY'])
->>> explain(ws.replace(swap=True, BN=32, WN=32), "sm_90"), [v.rule for v in explain(ws.replace(async_copy=False, layout="NT", swap=True), "sm_90")]
+>>> explain(ws.replace(swap=True, BN=32, WN=32), "sm_90"), [v.rule for v in explain(ws.replace(mainloop="ws_tma", layout="NT", swap=True), "sm_90")]
 ([], ['WARPS_K'])
 """
 from __future__ import annotations
@@ -54,10 +54,9 @@ def unused(c: KernelConfig) -> tuple[str, ...]:
 @_tma("TMA_KIND")
 def _kind(c, d):
     out = []
-    if c.mma != "wgmma":
-        out.append(f"tma = true is a variant of mma = 'wgmma' (got {c.mma!r})")
     if c.family not in FAMILIES:
-        out.append(f"the {c.family} family has no TMA kernel; tma = true takes {', '.join(FAMILIES)}")
+        out.append(f"the {c.family} family has no warp-specialized kernel; mainloop = {c.mainloop!r} takes "
+                   f"{', '.join(FAMILIES)}")
     if d.cc != HOPPER:
         out.append(f"the TMA kernels multiply with wgmma, which exists only on sm_90a (Hopper); {hopper_only(d)}")
     return "; ".join(out) or None
@@ -83,9 +82,10 @@ def _defaults(c, d):
 
 @_tma("TMA_COPY")
 def _copy(c, d):
-    if c.async_copy and c.family != "tf32x3":
-        return (f"async_copy = true (the producer copies with cp.async) is built for the tf32x3 family only, "
-                f"whose producer splits B anyway; the {c.family} family's TMA kernel copies with TMA (async_copy = false)")
+    if c.mainloop == "ws_cpasync" and c.family != "tf32x3":
+        return (f"mainloop = 'ws_cpasync' (the producer copies with cp.async) is built for the tf32x3 family only, "
+                f"whose producer splits B anyway; the {c.family} family's warp-specialized kernel copies with TMA "
+                "(mainloop = 'ws_tma')")
     return None
 
 
@@ -93,7 +93,7 @@ def _copy(c, d):
 def _layout(c, d):
     if c.tensor_maps and c.layout != "NT":
         return (f"layout {c.layout}: the TMA kernels read K-major tiles of both operands (A row-major, "
-                "B stored N x K), layout NT; async_copy = true copies any layout with cp.async")
+                "B stored N x K), layout NT; mainloop = 'ws_cpasync' copies any layout with cp.async")
     return None
 
 
@@ -106,7 +106,7 @@ def _tile(c, d):
         out.append(f"WN = {c.WN}: a consumer warpgroup owns all BN = {c.BN} columns, so WN = BN")
     if c.BN % 8 or not 8 <= c.BN <= 256:
         out.append(f"BN = {c.BN} is wgmma's N: a multiple of 8 from 8 to 256")
-    if c.pingpong and (c.WM != c.BM or c.WM not in (64, 128)):
+    if c.scheduler == "pingpong" and (c.WM != c.BM or c.WM not in (64, 128)):
         out.append(f"pingpong with BM = {c.BM}, WM = {c.WM}: each consumer takes whole tiles of C, so WM = BM, "
                    "64 or 128 rows (wgmma's m64 blocks)")
     elif c.WM not in (64, 128) or c.BM % c.WM or not 1 <= c.BM // c.WM <= MAX_CONSUMERS:
@@ -121,7 +121,7 @@ def _tile(c, d):
 def _swap(c, d):
     if c.swap and not c.c_staged:
         return (f"swap = true stores C transposed from a staged tile ({c.c_stage_floats * 4} bytes), which must fit "
-                f"in the drained stages ({c.tma_tile_bytes} bytes): more stages, or persistent > 0")
+                f"in the drained stages ({c.tma_tile_bytes} bytes): more stages, or scheduler = 'persistent'")
     return None
 
 
@@ -142,7 +142,7 @@ def _occupancy(c, d):
     if c.min_blocks * c.threads > d.max_threads_per_sm:
         out.append(f"min_blocks = {c.min_blocks} x {c.threads} threads exceed {d.max_threads_per_sm} per SM")
     share = tma_registers(c.consumers, True, c.min_blocks)[0]
-    if c.async_copy and share < 72:
+    if c.mainloop == "ws_cpasync" and share < 72:
         out.append(f"min_blocks = {c.min_blocks} leaves {share} registers a thread, under the 72 the cp.async "
                    f"producer's copy loop needs: {c.consumers} consumers; use BM <= 128 "
                    "or min_blocks = 1")
@@ -151,7 +151,7 @@ def _occupancy(c, d):
 
 @_tma("TMA_REGISTERS")
 def _registers(c, d):
-    if c.mma != "wgmma" or c.WM not in (64, 128) or not c.BM // c.WM:
+    if c.WM not in (64, 128) or not c.BM // c.WM:
         return None
     consumers = c.consumers
     # Besides the sums (and partials), one block an SM keeps ~24 registers a consumer. Two blocks compile
@@ -164,7 +164,7 @@ def _registers(c, d):
         need, allowance = sums + 24, 0
     else:
         need, allowance = sums + SHARED_OVERHEAD + (8 if consumers == 1 else 0), SPILL_ALLOWANCE
-    have = tma_registers(consumers, c.async_copy, c.min_blocks)[1]
+    have = tma_registers(consumers, c.mainloop == "ws_cpasync", c.min_blocks)[1]
     # ptxas compiles under __launch_bounds__'s cap (64K registers over the block's threads and its
     # min_blocks), not the consumers' setmaxnreg share: one wgmma's BN/2 accumulators and its operands
     # must fit under it.

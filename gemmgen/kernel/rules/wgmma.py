@@ -1,4 +1,4 @@
-"""Rules of the Hopper wgmma variant (``mma="wgmma"``) of the TF32 tensor-core families.
+"""Rules of the Hopper wgmma mainloop (``mainloop="wgmma"``) of the TF32 tensor-core families.
 
 The variant computes C^T = B^T A^T with ``wgmma.mma_async.m64nBMk8``: a warpgroup (128 threads) owns 64
 columns of C and all BM rows, A is read by the tensor cores from shared memory (K-major, 128-byte
@@ -8,7 +8,7 @@ layout. :mod:`.registry` runs these rules after the tensor-core families' own.
 >>> from gemmgen.kernel.config import KernelConfig
 >>> from gemmgen.base.devices import for_arch
 >>> from gemmgen.kernel.rules import explain
->>> cfg = KernelConfig(family="tf32x3", mma="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8,
+>>> cfg = KernelConfig(family="tf32x3", mainloop="wgmma", BM=128, BN=128, BK=64, WM=128, WN=64, swz_a=8,
 ...                    pad_b=8, stages=2, async_copy=True)
 >>> explain(cfg, for_arch("sm_90"))
 []
@@ -17,7 +17,7 @@ layout. :mod:`.registry` runs these rules after the tensor-core families' own.
 """
 from __future__ import annotations
 
-from ..config import MMA_KINDS, TENSOR_CORE
+from ..config import TENSOR_CORE
 from ..families import HOPPER
 from . import registers
 from .instructions import MAX_WGMMA_N, WG_N
@@ -27,20 +27,10 @@ RULES = RuleSet()
 
 
 def _wg(name):
-    """A rule of the wgmma variant: checked for the tensor-core families when mma == 'wgmma'."""
+    """A rule of the wgmma mainloop: checked for the tensor-core families when mainloop == 'wgmma'."""
     def deco(fn):
-        return RULES.add(name, *TENSOR_CORE)(lambda c, d: fn(c, d) if c.mma == "wgmma" else None)
+        return RULES.add(name, *TENSOR_CORE)(lambda c, d: fn(c, d) if c.uses_wgmma else None)
     return deco
-
-
-@RULES.add("MMA_KIND")
-def _mma_kind(c, d):
-    if c.mma not in MMA_KINDS:
-        return f"mma = {c.mma!r}; valid: {', '.join(MMA_KINDS)}"
-    if c.mma == "wgmma" and c.family not in TENSOR_CORE:
-        return (f"mma = 'wgmma' is a variant of the TF32 families ({', '.join(TENSOR_CORE)}); "
-                f"the {c.family} family has no tensor-core instruction to choose; leave mma = 'sync'")
-    return None
 
 
 def hopper_only(d) -> str:
@@ -59,7 +49,7 @@ def hopper_only(d) -> str:
 def _arch(c, d):
     if d.cc != HOPPER:
         return (f"wgmma.mma_async exists only on sm_90a (Hopper); {hopper_only(d)}. "
-                "Use mma = 'sync' (mma.sync, sm_80+)")
+                "Use mainloop = 'mma_sync' (mma.sync, sm_80+)")
     return None
 
 

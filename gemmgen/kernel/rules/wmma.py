@@ -52,13 +52,6 @@ def _arch(c, d):
     return f"{'; '.join(out)}; the {d.key} is {d.arch}" if out else None
 
 
-@_wmma("WMMA_MMA")
-def _mma(c, d):
-    if c.mma != "sync":
-        return f"mma = {c.mma!r}: the wmma family is built on warp-level WMMA (mma.sync-class) only; use 'sync'"
-    return None
-
-
 @_wmma("WMMA_TILE")
 def _tile(c, d):
     out = []
