@@ -42,7 +42,7 @@ KEPT = ("rows", "geomean", "lowest", "lowest_shape", "inaccurate")   # of a targ
 
 def environment(situation: str, results: Path | None, arch: str = "") -> dict:
     """The environment a situation's tables run in (``arch``: planned as on that architecture)."""
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k != "GEMMGEN_POLICY"}   # none inherited: each run is its situation
     if arch:
         env["GEMMGEN_POLICY"] = f"arch={arch}"
     if situation in ("a", "b"):
@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "run":
+        if args.arch and args.situation == "c":
+            ap.error(f"--arch {args.arch}: a proxy runs (a) or (b); (c), the shipped results, is the GPU's own")
         if args.situation == "b" and (args.results is None or not args.results.is_dir()):
             ap.error(f"--results {args.results}: situation b needs the folder a search wrote")
         folder = args.situation + (f"-{args.arch}" if args.arch else "")

@@ -147,11 +147,13 @@ def kernels_used(model, data) -> dict[str, str]:
     layer = next(m for m in model.modules() if isinstance(m, gt.Linear))
     w, fam = layer.weight.detach(), layer.family
     pairs = {"forward": (x, w.t()), "dx": (x, w), "dW": (x.t(), x)}
-    return {what: _name(gt.kernel_for(a, b, "fp32", fam).config) for what, (a, b) in pairs.items()}
+    return {what: _name(gt.kernel_for(a, b, "fp32", fam)) for what, (a, b) in pairs.items()}
 
 
-def _name(config) -> str:
-    return f"{config.layout} {config.label or config.name}"
+def _name(kernel) -> str:
+    """A kernel's layout and name (a preset's label where it has one; a hand-written route has no config)."""
+    config = getattr(kernel, "config", None)
+    return f"{kernel.layout} {getattr(config, 'label', '') or kernel.name}"
 
 
 def summarize(runs: dict, args) -> dict:

@@ -65,3 +65,27 @@ def test_results_plan_reads_the_variable(capsys, monkeypatch):
     assert main(["results", "plan", "h100", "4096x4096x4096", "--json"]) == 0
     name = json.loads(capsys.readouterr().out)["plan"]["kernel"]
     assert not explain(load_device("h100").timings.kernels[name].config, for_arch("sm_80"))
+
+
+@pytest.mark.parametrize("text, named", [("gemv_waves=1e999", "gemv_waves=inf is not a finite number"),
+                                         ("gemv_max_slices=70000", "GEMMGEN_POLICY: policy gemv_max_slices=70000: at most 65535"),
+                                         ("arch=sm_99", "GEMMGEN_POLICY: policy arch='sm_99'")])
+def test_out_of_range_values_name_where_they_came_from(text, named):
+    with pytest.raises(ValueError, match=named):
+        Policy.overridden(from_text(text), "GEMMGEN_POLICY")
+
+
+def test_a_class_the_proxy_architecture_lacks_is_refused_in_one_line(h100):
+    planner = Planner(known("h100"), {}, None, PRODUCT.replace(arch="sm_75"))
+    with pytest.raises(ValueError, match="policy arch=sm_75: no tf32 kernel runs on sm_75") as err:
+        planner.plan(Request(4096, 4096, 4096, "NN", precision="tf32"))
+    assert "\n" not in str(err.value)
+    plan = planner.plan(Request(4096, 4096, 4096, "NN"))   # fp32: SIMT runs on sm_75
+    assert plan.config.family == "simt" and not explain(plan.config, for_arch("sm_75"))
+
+
+def test_results_plan_says_the_proxy_and_names_no_v13_it_cannot_run(capsys, monkeypatch):
+    monkeypatch.setenv("GEMMGEN_POLICY", "arch=sm_80")
+    assert main(["results", "plan", "h100", "4096x4096x4096"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("NVIDIA H100 80GB HBM3 as sm_80, 4096x4096x4096/NN") and "_wg" not in out

@@ -41,20 +41,22 @@ def plan(gpu: str, shape: str, results: str | None = None, family: str | None = 
         raise ValueError(f"the results of {found.name!r} hold no timings: the dispatch picks the nearest "
                          "tuned shape's entry (run `gemmgen search --grid` to time kernels across shapes)")
     planner = Planner(spec, found.entries, found.timings, results_policy(found))   # as load() plans
-    v13 = resolve_preset("v13", spec, found.entries, timings=found.timings).name
+    v13 = resolve_preset("v13", planner.also or spec, found.entries, timings=found.timings)
+    v13 = v13.name if planner.runs(v13) else None   # the proxy's own where the GPU's v13 does not run there
     lda, ldb = s.lds
     req = Request(s.M, s.N, s.K, s.layout, lda, ldb, s.N, "fp32", family)
     cublas = found.timings.cublas.get("fp32", {}).get(s.key)
     chosen = planner.plan(req)
+    arch = {"arch": planner.policy.arch} if planner.policy.arch else {}   # planned as on another architecture
     if chosen.source == "route":   # one row or column of C, or a tiny C or a short K: no time model
-        return {"gpu": found.name, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [], "v13": v13,
+        return {"gpu": found.name, **arch, "shape": s.key, "cublas_ms": cublas, "launch_base_ms": None, "candidates": [], "v13": v13,
                 "plan": {"kernel": _route_kernel(chosen.route, req, spec, planner.policy), "layout": s.layout, "copies": "",
                          "predicted_ms": None, "copies_ms": 0.0,
                          "route": "gemv" if chosen.route == "gemv" else "small"}}
     if chosen.source != "timed":
         raise ValueError(f"no timed fp32 {family + ' ' if family else ''}kernel of {found.name!r} accepts {s.key}")
     rows = planner.ranked(Request(s.M, s.N, s.K, s.layout, None, None, None, "fp32", family, copies=False))
-    return {"gpu": found.name, "shape": s.key,
+    return {"gpu": found.name, **arch, "shape": s.key,
             "plan": {"kernel": chosen.name, "layout": chosen.layout, "copies": chosen.copies,
                      "predicted_ms": chosen.ms, "copies_ms": chosen.copies_ms},
             "cublas_ms": cublas, "launch_base_ms": chosen.fit.base, "v13": v13,
@@ -83,6 +85,8 @@ def text(rows: dict[str, Any], wide: bool = False) -> str:
     from .presets import wrapped
 
     p = rows["plan"]
+    if rows.get("arch"):   # GEMMGEN_POLICY=arch=...: the kernels that architecture runs too
+        rows = {**rows, "gpu": f"{rows['gpu']} as {rows['arch']}"}
     if p["predicted_ms"] is None:
         what = ("the small-product route (a tiny C or K <= 16, gemmgen/runtime/small.py)" if p.get("route") == "small"
                 else "the matrix-vector route (one row or column of C, gemmgen/runtime/gemv.py)")
@@ -102,6 +106,6 @@ def text(rows: dict[str, Any], wide: bool = False) -> str:
                    + (" (v13)" if c["kernel"] == rows.get("v13") else "")
                    + (f"  u={c['u']:.2e} w={c['w']:.2e} v={c['v']:.2e} resident={c['resident']}" if wide else "")
                    + (f" x{c['layout_factor']:.2f} (timed in another layout)" if c["layout_factor"] != 1.0 else ""))
-    if rows.get("v13") not in {c["kernel"] for c in rows["candidates"]} | {p["kernel"]}:
+    if rows.get("v13") and rows["v13"] not in {c["kernel"] for c in rows["candidates"]} | {p["kernel"]}:
         out.append(f"  (v13, {rows.get('v13')}, is not among them)")
     return "\n".join(out)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -138,6 +139,8 @@ class Policy:
                      "dots_slice_bytes", "outer_rows", "outer_waves"):
             if getattr(self, name) < 1:
                 raise ValueError(f"policy {name}={getattr(self, name)}: 1 or more")
+        if self.gemv_max_slices > 65535:   # the slices are gridDim.y
+            raise ValueError(f"policy gemv_max_slices={self.gemv_max_slices}: at most 65535 (gridDim.y's limit)")
 
     def replace(self, **changes: Any) -> "Policy":
         """This policy with ``changes`` (field names; :func:`dataclasses.replace`)."""
@@ -154,7 +157,11 @@ class Policy:
             return base
         if not isinstance(overrides, Mapping):
             raise ValueError(f"{where}: 'policy' is a {type(overrides).__name__}, not an object of field: value")
-        return dataclasses.replace(base, **{name: field_value(name, v, where) for name, v in overrides.items()})
+        changes = {name: field_value(name, v, where) for name, v in overrides.items()}
+        try:
+            return dataclasses.replace(base, **changes)
+        except ValueError as err:   # a value out of its field's range (__post_init__): say where it came from
+            raise ValueError(f"{where}: {err}") from None
 
 
 def from_text(text: str, where: str = "GEMMGEN_POLICY") -> dict[str, Any]:
@@ -198,10 +205,12 @@ def field_value(name: str, value: Any, where: str = "policy") -> Any:
     kind = type(getattr(DEFAULT, name))
     if kind is str:
         if not isinstance(value, str):
-            raise ValueError(f"{where}: policy field {name}={value!r} is not a string")
+            raise ValueError(f"{where}: policy field {name}={value!r} is not a string (e.g. {name}=sm_80)")
         return value
     if isinstance(value, bool) and kind is not bool or not isinstance(value, (int, float)):
         raise ValueError(f"{where}: policy field {name}={value!r} is not a number ({kind.__name__} wanted)")
+    if not math.isfinite(value):
+        raise ValueError(f"{where}: policy field {name}={value!r} is not a finite number")
     if kind is bool:
         if value not in (0, 1):
             raise ValueError(f"{where}: policy field {name}={value!r}: give 0 or 1 (false or true)")

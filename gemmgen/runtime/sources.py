@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..base.shape import Shape
+from ..kernel.config import KernelConfig
 from ..kernel.rules import explain
 from . import gemv, small
 from .arrays import aligned_ld
@@ -109,14 +110,24 @@ def preset_plans(planner: "planner.Planner", req: Request) -> list[Plan]:
     ``policy.arch``, that architecture's, which runs here too)."""
     spec = planner.also or planner.spec
     if req.family is not None:
-        return [Plan("preset", req.layout, family_fallback(req.family, req.precision, spec, req.layout), detail="built-in")]
-    builtin = fallback_config(req.precision, spec, req.layout)
+        return [Plan("preset", req.layout, runs_there(planner, family_fallback(req.family, req.precision, spec, req.layout)),
+                     detail="built-in")]
+    builtin = runs_there(planner, fallback_config(req.precision, spec, req.layout))
     resolved = fallback_config(req.precision, spec, req.layout, planner.stored)
     ask = (req.M, req.N, req.K, req.lda, req.ldb, req.ldc, req.rows_aligned)
     if (resolved != builtin and resolved.accepts(*ask) is None and not explain(resolved, planner.spec)
             and planner.runs(resolved)):
         return [Plan("preset", req.layout, resolved, detail="stored")]
     return [Plan("preset", req.layout, builtin, detail="built-in")]
+
+
+def runs_there(planner: "planner.Planner", preset: KernelConfig) -> KernelConfig:
+    """``preset``, where the planner may plan it; ValueError in one line where ``policy.arch`` names an
+    architecture whose rules it breaks (sm_75 has no TF32 tensor cores: no tf32 or 3xTF32 kernel there)."""
+    if not planner.runs(preset):
+        raise ValueError(f"policy arch={planner.policy.arch}: no {preset.family} kernel runs on "
+                         f"{planner.policy.arch} (choose another precision or family, or another arch)")
+    return preset
 
 
 SOURCES: tuple[tuple[str, Callable[["planner.Planner", Request], list[Plan]]], ...] = (
