@@ -19,7 +19,8 @@ import pytest
 from gemmgen.kernel.config import KernelConfig
 from gemmgen.kernel.presets import all_presets, names, preset
 from gemmgen.codegen.render import emit, environment, KernelSource, render
-from gemmgen.kernel.rules import InvalidConfig
+from gemmgen.kernel.rules import InvalidConfig, explain
+from gemmgen.runtime import builtin
 from gemmgen.tune.space import sample_valid
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -67,6 +68,36 @@ def test_every_preset_renders(arch):
 def test_random_configs_render(layout):
     for cfg in sample_valid(10, "sm_86", seed=7, layout=layout):
         _check_source(render(cfg, "sm_86"), cfg)
+
+
+HELPER = re.compile(r"^__device__ __forceinline__ [^(]*?(\w+)\(|^constexpr \w+ (\w+) =", re.M)
+
+
+def uncalled_helpers(code: str) -> list[str]:
+    """Device functions and file-scope constants a source defines that nothing else in it names."""
+    code = re.sub(r"//.*", "", code)
+    return [n for m in HELPER.finditer(code) for n in m.groups() if n and len(re.findall(rf"\b{n}\b", code)) == 1]
+
+
+def _odd_n8_tiles() -> list[KernelConfig]:
+    """mma.sync kernels whose warp tile is an odd number of n8 tiles wide (1, 3): B's last tile is read alone."""
+    out = []
+    for family in ("tf32", "tf32x3"):
+        for c in sample_valid(3, "sm_80", seed=11, layout="TT", family=family):
+            out += [d for wn in (8, 24) if not explain(d := c.replace(WN=wn, BN=c.BN // c.WN * wn), "sm_80")]
+    return out
+
+
+def test_a_source_defines_only_the_helpers_it_calls():
+    assert uncalled_helpers("__device__ __forceinline__ int f(int x) { return x; }\nconstexpr int K = 2;\n"
+                            "__device__ __forceinline__ void g(float* p) { p[0] = f(K); }") == ["g"]
+    cases = [(cfg, arch) for arch in ("sm_80", "sm_90") for cfg in all_presets(arch)]
+    cases += [(KernelConfig.from_dict(d), "sm_90") for d in builtin.load()["kernels"]]
+    cases += [(cfg, "sm_80") for cfg in _odd_n8_tiles()]
+    cases += [(cfg, "sm_86") for cfg in sample_valid(8, "sm_86", seed=5, layout="NT")]
+    assert any(cfg.WN == 8 for cfg, _ in cases) and any(cfg.WN == 24 for cfg, _ in cases)
+    found = {cfg.name: uncalled_helpers(render(cfg, arch).code) for cfg, arch in cases}
+    assert {name: helpers for name, helpers in found.items() if helpers} == {}
 
 
 def test_split_k_sources_name_their_helper_kernels():

@@ -158,7 +158,8 @@ def test_preset_fragment_loads_are_conflict_free(name, layout):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_render_uses_ldmatrix_where_k_is_contiguous(layout):
     code = emit(preset("tf32x3").replace(layout=layout), "sm_90")
-    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in code and "cvt.rna.tf32.f32" in code
+    # 3xTF32 splits each operand by masking (truncation): no cvt.rna rounding, no to_tf32 helper
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in code and "cvt.rna.tf32.f32" not in code
     assert ("ldmatrix_x4(ra[i]" in code) == (layout[0] == "N")
     assert ("ldmatrix_x4(r, &sb" in code) == (layout[1] == "T")
 
@@ -168,7 +169,7 @@ def test_tf32x3_has_three_products_per_tile_and_tf32_one():
     # 3xTF32 sums each k8 step's three products in a fresh partial sum p, then adds p into acc (RN)
     assert len(re.findall(r"mma_tf32\(p, a_(small|big)\[i\], b_(big|small)\)", x3)) == 3
     assert "acc[i][j][0] += p[0]" in x3 and "bits & 0xffffe000u" in x3
-    assert len(re.findall(r"mma_tf32\(acc\[i\]\[j\]", x1)) == 1 and "a_small" not in x1
+    assert len(re.findall(r"mma_tf32\(acc\[i\]\[j\]", x1)) == 1 and "a_small" not in x1 and "cvt.rna.tf32.f32" in x1
 
 
 def test_split_k_kernels_and_harness_bound():

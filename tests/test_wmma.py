@@ -241,7 +241,7 @@ def test_each_stage_is_summed_into_a_fresh_partial():
 
 def test_direct_accumulation_has_no_partials():
     code = emit(preset("wmma-direct"), "sm_90")
-    assert "wmma_mma(acc[i][j], fa[i], fb[j])" in code and "p.x[t]" not in code
+    assert "wmma_mma(acc[i][j], fa[i], fb[j])" in code and "p.x[t]" not in code and "constexpr int KP" not in code
     assert _rules(preset("v8").replace(partials=False)) == ["PARTIALS"]
 
 

@@ -80,6 +80,11 @@ def _simt_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a_frag_vec = c.frag == "lds" and c.a_kmajor and c.TM % 4 == 0 and c.a_tile_shape[1] % 4 == 0
     g.b_frag_vec = c.frag == "lds" and c.TN % 4 == 0 and c.b_tile_shape[1] % 4 == 0
     g.c_vec = c.TN % 4 == 0 and not c.split_atomic
+    g.staged = not c.async_copy   # tiles reach shared memory through registers (ld_vec), not by cp.async
+    g.st_vec = g.staged and (g.a.smem_vec or g.b.smem_vec)   # an operand's vectors are stored whole (st_vec)
+    # Checked copies test an operand's row alignment (a_vec_ok, b_vec_ok) where they move whole vectors:
+    # through registers always, by cp.async only where the vector lands contiguously in shared memory.
+    g.a_vec_ok, g.b_vec_ok = (c.bounds == "checked" and (g.staged or d.smem_vec) for d in (g.a, g.b))
 
 
 def _skinny_facts(c: KernelConfig, g: SimpleNamespace) -> None:
@@ -93,6 +98,9 @@ def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.a, g.b = operand(c, "A"), operand(c, "B")
     g.a_off, g.b_off = smem.offset(c, "A"), smem.offset(c, "B")
     g.a_ldmatrix, g.b_ldmatrix = smem.uses_ldmatrix(c, "A"), smem.uses_ldmatrix(c, "B")
+    ni = c.WN // 8   # mma.sync's n8 tiles across the warp tile
+    g.b_pairs = g.b_ldmatrix and ni >= 2        # B's n8 tiles read two at a time (ldmatrix_x4) ...
+    g.b_single = g.b_ldmatrix and ni % 2 == 1   # ... and an odd last one alone (ldmatrix_x2)
     g.c_vec = not c.split_atomic   # float2 stores of C
     g.b.shifted = c.uses_wgmma and shifted_rows(c)
     # The plain wgmma kernel's last stage of a ragged K, after the ring's loop over the full stages, issues
