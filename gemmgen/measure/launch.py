@@ -69,7 +69,7 @@ class Operands:
 class LoadedKernel:
     """A compiled config loaded into the current CUDA context.
 
-    Hopper GEMM kernels (mma = wgmma) begin with griddepcontrol.wait, so they may be launched as the
+    Hopper GEMM kernels (the wgmma mainloops) begin with griddepcontrol.wait, so they may be launched as the
     programmatic dependent (.pdl) of the kernel ahead of them: their blocks are placed and set up while it
     finishes instead of after. ``after_copies``: so behind matmul's operand copies (runtime.calls.Prepared);
     ``after_scale``: behind an atomic split's scale kernel (the library passes its Policy's
