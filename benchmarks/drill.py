@@ -13,19 +13,29 @@ empty results folder, (b) the shipped results hidden and ``--results DIR`` (what
 --budget 10m --results DIR` wrote), (c) as installed. ``summary`` prints, per table, each situation's
 geomean and lowest ratio against cuBLAS and the targets: (a) at least 80% of (c)'s geomean and no shape
 under 0.8x, (b) at least 95% of (c)'s; with the SIMT family alone (a) at least 0.85x and (b) 0.93x.
+``search --out OUT --budget 10m`` runs (b)'s search as a new GPU would (`gemmgen search` with the
+shipped results hidden, into OUT/results/); with ``--detach`` it goes on in a process session of its
+own and returns at once, and ``wait OUT`` waits for it and returns its exit status, so that a search
+longer than one command (a device call's 10 minutes) spans two:
+
+    python -m benchmarks.drill search --out runs/drill --budget 10m --detach
+    python -m benchmarks.drill wait runs/drill && python -m benchmarks.drill run b --out runs/drill --results runs/drill/results
+
 ``--arch sm_80`` runs a situation with the planner kept to the kernels that architecture runs too
 (``GEMMGEN_POLICY=arch=sm_80``: an A100's families on this GPU) into OUT/<situation>-<arch>/; such a
-proxy's (b) must reach at least its (a) on each table. It exits 1 where a measured target is missed,
-0 otherwise.
+proxy's (b) must reach at least its (a) on each table. ``summary`` exits 1 where a measured target is
+missed, 0 otherwise.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from benchmarks import targets
@@ -109,6 +119,47 @@ def print_summary(table_rows: list[dict]) -> None:
         print(f"{t['table']:9} {cells[0]:>16} " + " ".join(f"{c:>22}" for c in cells[1:]))
 
 
+SEARCH = (sys.executable, "-m", "gemmgen", "search")   # what ``search`` runs (tests pass a stand-in)
+
+
+def search(out: Path, budget: str, detach: bool, program: tuple[str, ...] = SEARCH) -> int:
+    """(b)'s search into ``out``/results with the shipped results hidden; its output to out/search.log and,
+    when it ends, its exit status to out/search.rc. ``detach``: in a new process session, returning at once
+    (0) with its pid in out/search.pid."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("search.rc", "search.pid"):
+        (out / name).unlink(missing_ok=True)
+    results = out / "results"
+    results.mkdir(exist_ok=True)
+    cmd = [*program, "--budget", budget, "--results", str(results)]
+    env = environment("b", results)
+    if detach:   # the search, then its exit status into search.rc, in a session of its own
+        line = f"{shlex.join(cmd)}; echo $? > {shlex.quote(str(out / 'search.rc'))}"
+        with open(out / "search.log", "ab") as log:
+            child = subprocess.Popen(["sh", "-c", line], stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True, cwd=HERE.parent, env=env)
+        (out / "search.pid").write_text(str(child.pid))
+        print(f"search running as pid {child.pid}; then: python -m benchmarks.drill wait {out}")
+        return 0
+    rc = subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
+    (out / "search.rc").write_text(str(rc))
+    return rc
+
+
+def wait(out: Path, timeout: float, poll: float = 2.0) -> int:
+    """Wait for a detached search of ``out`` to write its exit status, at most ``timeout`` seconds (then
+    1); its exit status, or 2 where no search was started there."""
+    if not (out / "search.pid").exists() and not (out / "search.rc").exists():
+        raise ValueError(f"{out}: no search was started here (python -m benchmarks.drill search --out {out} ...)")
+    end = time.monotonic() + timeout
+    while not (out / "search.rc").exists():
+        if time.monotonic() > end:
+            print(f"{out}: the search is still running after {timeout:.0f} s", file=sys.stderr)
+            return 1
+        time.sleep(poll)
+    return int((out / "search.rc").read_text().strip() or 1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -121,6 +172,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, action="append", default=[], help="random shapes' seeds")
     run.add_argument("--arch", choices=list(ARCHS), metavar="sm_XX",
                      help="plan only kernels that architecture runs too (sm_80: an A100 proxy)")
+    find = sub.add_parser("search", help="(b)'s search with the shipped results hidden, into OUT/results")
+    find.add_argument("--out", type=Path, required=True, metavar="DIR")
+    find.add_argument("--budget", default="10m", help="gemmgen search --budget (default 10m)")
+    find.add_argument("--detach", action="store_true", help="run on in a session of its own; `wait` waits for it")
+    hold = sub.add_parser("wait", help="wait for a detached search and return its exit status")
+    hold.add_argument("out", type=Path, metavar="DIR")
+    hold.add_argument("--timeout", type=float, default=900.0, metavar="S")
     show = sub.add_parser("summary", help="the situations' tables against the targets")
     show.add_argument("out", type=Path, metavar="DIR")
     show.add_argument("--json", action="store_true")
@@ -135,6 +193,13 @@ def main(argv: list[str] | None = None) -> int:
                "--only", *args.only] + [x for s in args.seed for x in ("--seed", str(s))]
         env = environment(args.situation, args.results, args.arch or "")
         return subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
+    if args.cmd == "search":
+        return search(args.out, args.budget, args.detach)
+    if args.cmd == "wait":
+        try:
+            return wait(args.out, args.timeout)
+        except ValueError as err:
+            ap.error(str(err))
     if not args.out.is_dir():
         ap.error(f"{args.out}: no such folder")
     try:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -61,3 +62,23 @@ def test_an_arch_proxy_is_reported_and_its_search_must_not_lose_to_its_out_of_th
     drill.print_summary(rows)
     assert "(a-sm_80)" in capsys.readouterr().out
     assert drill.environment("a", None, "sm_80")["GEMMGEN_POLICY"] == "arch=sm_80"
+
+
+def test_a_detached_search_returns_at_once_and_wait_gives_its_status(tmp_path):
+    """A stand-in search that sleeps, writes into its results folder and fails: search --detach returns
+    before it ends, wait returns its exit status once it has, and (b)'s environment hid the shipped results."""
+    script = ("import os, sys, time; time.sleep(1.5); "
+              "open(os.path.join(sys.argv[sys.argv.index('--results') + 1], 'seen'), 'w')"
+              ".write(os.environ['GEMMGEN_SHIPPED']); sys.exit(3)")
+    out = tmp_path / "drill"
+    assert drill.search(out, "1m", detach=True, program=(sys.executable, "-c", script)) == 0
+    assert not (out / "search.rc").exists()                              # still running
+    assert drill.wait(out, timeout=0.2, poll=0.05) == 1                  # not yet
+    assert drill.wait(out, timeout=30, poll=0.05) == 3
+    assert (out / "results" / "seen").read_text() == "0"
+
+
+def test_wait_without_a_search_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        drill.main(["wait", str(tmp_path)])
+    assert exit_.value.code == 2 and "no search was started here" in capsys.readouterr().err.splitlines()[-1]
