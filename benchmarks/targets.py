@@ -5,8 +5,8 @@
     python -m benchmarks.targets summary runs/h100 [--json]     # the verdicts of what the folder holds
 
 ``run`` calls benchmarks/matmul_vs_cublas.py once a table (its JSON to OUT/<table>.json, its printout to
-OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit, date and exit
-status in OUT/meta.json, then prints the summary. Tables (TABLES below):
+OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit (with
+"-dirty" where the tree differs from it), date and exit status in OUT/meta.json, then prints the summary. Tables (TABLES below):
 
 - set: the 15 shapes of benchmarks/shapes.toml; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
   judges its 4096^3 NT, TN and TT rows (each >= 1.4x);
@@ -63,6 +63,14 @@ TABLES = {
 SEEDS = (1, 2)   # random and launch: --seed (repeatable) replaces them
 PROGRAM = (sys.executable, "-m", "benchmarks.matmul_vs_cublas")   # run from the repository root (cwd below)
 FIELDS = ("shape", "layout", "ratio", "err_gemmgen", "err_cublas")   # what the summary reads of a row
+
+
+def tree_commit(where: Path = HERE) -> str:
+    """The commit the tables ran at, with "-dirty" where the working tree differs from it (a copy of a tree
+    sent with another checkout's git metadata, or uncommitted changes); "" outside git."""
+    found = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=where,
+                           capture_output=True, text=True)
+    return found.stdout.strip() if found.returncode == 0 else ""
 
 
 def commands(names: list[str], out: Path, seeds: list[int], program: tuple[str, ...] = PROGRAM
@@ -192,7 +200,7 @@ def main(argv=None, program: tuple[str, ...] = PROGRAM) -> int:
         if folder.exists() and not folder.is_dir():
             ap.error(f"--out {str(folder)!r} is a file, not a folder")
         folder.mkdir(parents=True, exist_ok=True)
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
+        commit = tree_commit()
         meta_file = folder / "meta.json"
         try:
             meta = _read(meta_file) if meta_file.exists() else {}

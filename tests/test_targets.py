@@ -107,9 +107,9 @@ def test_run_writes_each_tables_json_and_printout_then_judges(tmp_path, capsys):
     out.mkdir()
     (out / "simt.json").write_text(json.dumps({"rows": _rows(SET), "complete": True}))   # a stale run's rows
     assert targets.main(["run", "--out", str(out), "--only", "set", "layouts", "simt"], program=(sys.executable, str(fake))) == 1
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=targets.HERE, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=targets.HERE, capture_output=True, text=True).stdout.strip()
     runs = json.loads((out / "meta.json").read_text())["runs"]
-    assert runs["set"]["commit"] == (head or "?") and runs["set"]["exit"] == 0 and runs["simt"]["exit"] == 3
+    assert runs["set"]["commit"].removesuffix("-dirty") == (head or "?") and runs["set"]["exit"] == 0 and runs["simt"]["exit"] == 3
     assert "timed" in (out / "set.txt").read_text() and not (out / "simt.json").exists()
     text = capsys.readouterr()
     assert "| set | 12 |" in text.out and "| simt | 0 |" in text.out and "failed: simt" in text.err
@@ -138,3 +138,20 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert "invalid choice: 'bogus'" in error(["run", "--out", str(tmp_path), "--only", "bogus"])
     (tmp_path / "file").write_text("")
     assert "is a file, not a folder" in error(["run", "--out", str(tmp_path / "file")])
+
+
+def test_the_commit_noted_says_when_the_tree_differs_from_it(tmp_path):
+    """A tree whose files differ from its git HEAD (uncommitted changes, or a copy sent with another
+    checkout's metadata) is noted as <commit>-dirty, not as the commit."""
+    import subprocess
+
+    targets = load("targets")
+    git = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("one")
+    git("add", "f.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    clean = targets.tree_commit(tmp_path)
+    assert clean and not clean.endswith("-dirty")
+    (tmp_path / "f.txt").write_text("two")
+    assert targets.tree_commit(tmp_path) == clean + "-dirty"
