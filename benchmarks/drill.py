@@ -65,7 +65,7 @@ def summary(out: Path) -> tuple[list[dict], bool]:
     """Per table and situation: rows, geomean and lowest as benchmarks.targets reads them (its layouts per
     table, its accuracy gate), and the verdict against the drill's targets; an inaccurate row misses."""
     got = {s: {line["table"]: line for line in targets.summary(out / s)[1] if line["rows"]}
-           for s in SITUATIONS if (out / s).is_dir()}
+           for s in [*SITUATIONS, *proxies(out)] if (out / s).is_dir()}
     table_rows, ok = [], True
     for table in TABLES:
         cells = {s: {k: got[s][table][k] for k in KEPT} if table in got.get(s, {}) else None for s in SITUATIONS}
@@ -80,8 +80,7 @@ def summary(out: Path) -> tuple[list[dict], bool]:
             ok = ok and met is not False
             st.update(need=need, met=met, of_c=(st["geomean"] / c["geomean"]) if c else None)
         for proxy in proxies(out):   # a-sm_80, b-sm_80: (b) at least (a), as reported
-            got_p = targets.summary(out / proxy)[1]
-            line = next((line for line in got_p if line["table"] == table and line["rows"]), None)
+            line = got[proxy].get(table)
             st = {k: line[k] for k in KEPT} if line else None
             if st is not None:
                 base = cells.get(f"a{proxy[1:]}") if proxy.startswith("b") else None
@@ -148,7 +147,7 @@ def search(out: Path, budget: str, detach: bool, program: tuple[str, ...] = SEAR
 
 def wait(out: Path, timeout: float, poll: float = 2.0) -> int:
     """Wait for a detached search of ``out`` to write its exit status, at most ``timeout`` seconds (then
-    1); its exit status, or 2 where no search was started there."""
+    1); its exit status. ValueError where no search was started there."""
     if not (out / "search.pid").exists() and not (out / "search.rc").exists():
         raise ValueError(f"{out}: no search was started here (python -m benchmarks.drill search --out {out} ...)")
     end = time.monotonic() + timeout

@@ -6,7 +6,8 @@
 
 ``run`` calls benchmarks/matmul_vs_cublas.py once a table (its JSON to OUT/<table>.json, its printout to
 OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit (with
-"-dirty" where the tree differs from it), date and exit status in OUT/meta.json, then prints the summary. Tables (TABLES below):
+"-dirty" where the tree differs from it), date and exit status in OUT/meta.json, then prints the
+summary. Tables (TABLES below):
 
 - set: the 15 shapes of benchmarks/shapes.toml; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
   judges its 4096^3 NT, TN and TT rows (each >= 1.4x);

@@ -33,6 +33,7 @@ class ArchLimits:
 
 
 # From the CUDA programming guide's "Technical Specifications per Compute Capability" table.
+GRID_Y_LIMIT = 65535   # gridDim.y's limit, the same on every architecture
 ARCH_LIMITS = {
     "sm_75": ArchLimits(64 * _KB, 64 * _KB, 1024),
     "sm_80": ArchLimits(163 * _KB, 164 * _KB, 2048),

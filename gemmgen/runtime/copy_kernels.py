@@ -9,6 +9,7 @@ They are launched through cuLaunchKernel with a reused parameter buffer, as the 
 """
 from __future__ import annotations
 
+from ..base.gpus import GRID_Y_LIMIT
 from ..measure import launch as _launch
 from ..measure.launch import ParamBuffer, param_struct
 
@@ -88,7 +89,6 @@ extern "C" __global__ void gg_copy_pair(const float* __restrict__ s0, int rows0,
                   first ? d0 : d1, first ? ldd0 : ldd1, bx, by, gx, gy);
 }
 """
-GRID_Y_LIMIT = 65535   # gridDim.y's hardware limit: the most tiles a copy's grid has along y (more are strided over)
 PACK_BLOCKS = 1 << 16  # the copy's grid along rows at most (8 rows a block); more rows are strided over
 _COPY = param_struct("_Copy", "src:p rows:i cols:i lds:q dst:p ldd:q")
 _PAIR = param_struct("_Pair", "s0:p rows0:i cols0:i lds0:q d0:p ldd0:q t0:i gx0:i gy0:i "

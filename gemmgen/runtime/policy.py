@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ..base.gpus import ARCHS
+from ..base.gpus import ARCHS, GRID_Y_LIMIT
 
 
 @dataclass(frozen=True)
@@ -139,8 +139,8 @@ class Policy:
                      "dots_slice_bytes", "outer_rows", "outer_waves"):
             if getattr(self, name) < 1:
                 raise ValueError(f"policy {name}={getattr(self, name)}: 1 or more")
-        if self.gemv_max_slices > 65535:   # the slices are gridDim.y
-            raise ValueError(f"policy gemv_max_slices={self.gemv_max_slices}: at most 65535 (gridDim.y's limit)")
+        if self.gemv_max_slices > GRID_Y_LIMIT:   # the slices are gridDim.y
+            raise ValueError(f"policy gemv_max_slices={self.gemv_max_slices}: at most {GRID_Y_LIMIT} (gridDim.y's limit)")
 
     def replace(self, **changes: Any) -> "Policy":
         """This policy with ``changes`` (field names; :func:`dataclasses.replace`)."""
@@ -177,14 +177,18 @@ def from_text(text: str, where: str = "GEMMGEN_POLICY") -> dict[str, Any]:
         name, eq, raw = item.partition("=")
         if not eq or not name.strip():
             raise ValueError(f"{where}: {item!r} is not name=value (e.g. arch=sm_80,margin=0.1)")
-        raw = raw.strip()
-        low = raw.lower()
-        try:
-            value: Any = float(raw) if any(ch in low for ch in ".e") else int(raw)
-        except ValueError:
-            value = {"true": 1, "false": 0}.get(low, raw)
-        out[name.strip()] = value
+        out[name.strip()] = _text_value(raw.strip())
     return out
+
+
+def _text_value(raw: str) -> Any:
+    """A whole number, else a number, else true/false as 1/0, else the text itself."""
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return {"true": 1, "false": 0}.get(raw.lower(), raw)
 
 
 FIELDS = {f.name: f for f in fields(Policy)}
