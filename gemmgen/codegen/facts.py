@@ -40,7 +40,7 @@ def facts(c: KernelConfig, command: str, arch: str, harness: bool = False, file:
         config_lines=config_lines(c),
     )
     if c.warp_specialized:
-        _tma_facts(c, g)
+        _ws_facts(c, g)
     elif c.family == "simt":
         _simt_facts(c, g)
     elif c.tensor_core:
@@ -107,7 +107,7 @@ def _tensor_core_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     # only its k steps inside K, as the warp-specialized kernels' does: 3xTF32 with BK = 32, one block an SM,
     # without prefetch (H100: 0.95-0.985x the time on 7 of 8 shapes; with BK = 64, 500x2000x70 TT ran 1.09x).
     fits = c.family == "tf32x3" and c.bounds == "checked" and not c.prefetch and c.min_blocks == 1 and c.BK == 32
-    g.ragged_steps = "tail" if c.uses_wgmma and fits else None   # as in _tma_facts
+    g.ragged_steps = "tail" if c.uses_wgmma and fits else None   # as in _ws_facts
 
 
 def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
@@ -126,9 +126,10 @@ def _half_facts(c: KernelConfig, g: SimpleNamespace) -> None:
     g.c_vec = not c.split_atomic   # float4 stores of C
 
 
-def _tma_facts(c: KernelConfig, g: SimpleNamespace) -> None:
-    """The warp-specialized TMA kernel: element type, wgmma's k and type, warpgroups and how the
-    block's 64K registers are split between the producer and the consumers (setmaxnreg)."""
+def _ws_facts(c: KernelConfig, g: SimpleNamespace) -> None:
+    """The warp-specialized kernels (their producer copies by TMA or cp.async): element type, wgmma's k and
+    type, warpgroups and how the block's 64K registers are split between the producer and the consumers
+    (setmaxnreg)."""
     g.elem = "float" if c.dtype == "f32" else f"{c.dtype}_bits"
     g.dtype_words = DTYPE_WORDS.get(c.dtype, "fp32")
     g.kstep = 32 // c.elem_bytes                      # wgmma's k: 32 bytes of a row (k8 tf32, k16 halves)
