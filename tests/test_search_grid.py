@@ -262,8 +262,40 @@ def test_grid_auto_tunes_the_shapes_derived_from_the_gpu(fake_cli, capsys):
     assert report["grid"] == "derived" and report["plan"]["shapes"] == 42
     assert "search plan for the NVIDIA H100 80GB HBM3 (132 SMs)" in err and "budget 1:30 = tune 0:54 + time 0:36" in err
     tuned = [t for t in report["tasks"] if t["status"] == "tuned"]
-    assert 1 <= len(tuned) <= report["plan"]["tasks_tuned"] < report["plan"]["tasks"]   # the budget's first tasks
+    assert report["plan"]["tasks_tuned"] < report["plan"]["tasks"]   # the plan: the budget's first tasks
     assert tuned[0]["shape"] == "4096x4096x4096/NN"   # by value: the large cube first, not 16x16x16
+    # the fake GPU is quick: the tuning share goes on, round after round, to the tasks the plan left out
+    assert "another round" in err and len(tuned) == report["plan"]["tasks"]
+
+
+def test_the_tuning_share_goes_on_to_more_trials_until_the_cap(fake_cli, capsys):
+    report, err = grid_search(capsys, fake_cli, "--budget", "60s", "--trials", "16", "--no-timings")
+    planned = report["plan"]["trials_per_task"]
+    assert planned < 16 and f"8 of 8 to tune, {planned} trials per shape" in err
+    assert "another round, 8 task(s) to 16 trials" in err and "to 32 trials" not in err   # --trials caps it
+    assert {state["done"] for state in _states(fake_cli).values()} == {16}
+    assert all(t["measured"] > 8 for t in report["tasks"])
+
+
+def test_a_derived_grid_is_timed_in_every_layout(fake_cli, capsys):
+    argv = ["search", "--grid", "auto", "--family", "simt", "--results", str(fake_cli / "r3"), "--timings-only",
+            "--budget", "10m", "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    products = {(s.M, s.N, s.K) for s in load_derived()}   # a few derived shapes share M, N, K
+    assert report["plan"]["shapes"] == 42 and report["plan"]["timing_shapes"] == 4 * len(products) > 150
+    saved = store.load_file(fake_cli / "r3" / FILE)
+    timed = {key for kt in saved.timings.kernels.values() for key in kt.ms}
+    shapes = {Shape.parse(key) for key in timed}
+    assert len(shapes) == 4 * len(products) and set(saved.timings.cublas["fp32"]) == timed
+    assert all({Shape(s.M, s.N, s.K, lay) for lay in ("NN", "NT", "TN", "TT")} <= shapes for s in shapes)
+    first = [key for _, _, key, _ in FakeRetime.seen][:42]
+    assert first == [s.key for s in load_derived()]   # the tuned shapes' first batches lead
+
+
+def load_derived():
+    from gemmgen.tune.grid import derived_grid
+    return derived_grid(known("h100")).shapes
 
 
 def test_help_shows_the_grid(capsys):

@@ -30,11 +30,14 @@ def plan_of(args: argparse.Namespace, job: Any, split: Any, foreign: Any) -> dic
     have = current(args, {"name": job.device.name})
     work = timing_work(args, job, foreign, have)
     pairs = 0 if args.no_timings else sum(len(b.configs) for b in work.batches)
-    # the winners tuning adds are timed too: about one new kernel a tuned task, on each shape it runs
-    pairs_after = pairs + (0 if args.no_timings or args.timings_only else len(pending) * len(shapes))
+    # the winners tuning adds are timed too: about one new kernel a tuned task, each on as many shapes as
+    # the kernels now are on average (a kernel runs on the shapes of its layouts that it computes)
+    timed_on = job.timing_shapes()
+    per_kernel = pairs / max(1, work.kernel_count())
+    pairs_after = pairs + (0 if args.no_timings or args.timings_only else round(len(pending) * per_kernel))
     return {
         "device": job.device.name, "gpu": job.device.key, "sm_count": job.device.sm_count,
-        "grid": job.grid.name, "source": job.grid.source, "shapes": len(shapes),
+        "grid": job.grid.name, "source": job.grid.source, "shapes": len(shapes), "timing_shapes": len(timed_on),
         "regimes": regime_counts(shapes, job.device), "shape_order": [s.key for s in shapes],
         "families": list(job.families), "invalid_draws": invalid,
         "tasks": len(tasks), "tasks_tuned": 0 if args.timings_only else len(tuned),
@@ -65,8 +68,9 @@ def print_plan(plan: dict, as_json: bool, stream: IO[str]) -> None:
         f"  families: {', '.join(plan['families'])} (random draws that break the rules: {invalid})",
         f"  tune: {plan['tasks_to_tune']} of {plan['tasks']} shape x family tasks ({plan['tasks_done']} finished "
         f"before; {plan['tasks_tuned']} in value order fit the budget), up to {plan['trials_per_task']} trials "
-        f"each: ~{clock(b['tune_estimate_s'])}",
-        f"  time: {t['kernels']} kernels (winners, presets, built-ins) x {plan['shapes']} shapes, each shape's "
+        f"each: ~{clock(b['tune_estimate_s'])}; then, while the tuning share lasts, the rest and more trials",
+        f"  time: {t['kernels']} kernels (winners, presets, built-ins) x {plan['timing_shapes']} shapes"
+        f"{' (the tuned shapes in every layout)' if plan['timing_shapes'] > plan['shapes'] else ''}, each shape's "
         f"predicted-fastest built-ins and own winners first: {t['pairs_now']} pairs "
         f"now, ~{t['pairs_after_tuning']} after tuning, {b['pairs_within']} within the budget: "
         f"~{clock(b['time_estimate_s'])}" if not t["skipped"] else "  time: skipped (--no-timings)",

@@ -110,7 +110,7 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int], budget: 
     ctx = {"fp": devs.fingerprint(gpus[0]), "devices": gpus, "mode": pool_mode(gpus), "report": report, "failed": 0,
            "end": start + budget}
     if not args.timings_only:
-        _tune(args, job, ctx)
+        job = _tune(args, job, ctx)
     if not args.no_timings:
         from .search_timings import time_grid
         time_grid(args, job, foreign, ctx)
@@ -119,6 +119,7 @@ def run_grid(args: argparse.Namespace, families: list, gpus: list[int], budget: 
 
 
 TRIALS = 200   # most trials a shape and family: the budget usually ends a shape sooner
+ROUND_S = 20.0   # tuning share left below which no further round starts: too little for a task's first trials
 
 
 def family_names(families: list | None, spec: Any, space: str | None) -> list[str]:
@@ -161,7 +162,7 @@ def _job(args: argparse.Namespace, grid: Any, families: list[str], spec: Any, gp
         from .search_builtin import warm_builtins
 
         job = dataclasses.replace(job, trials=split.trials, limit=split.tasks_tuned, deadline=start + split.tune_s)
-        job = dataclasses.replace(job, builtins=warm_builtins(spec, job.tuned()))
+        job = dataclasses.replace(job, builtins=warm_builtins(spec, job.tasks()))   # later rounds tune any
     return job, split
 
 
@@ -171,8 +172,35 @@ def pool_mode(devices: list[int], pool: str = "process") -> str:
     return "inline" if len(devices) == 1 else pool
 
 
-def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
-    """Stage 1: every pending task on the next free GPU; each winner stored as its shape's entry."""
+def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> Any:
+    """Stage 1: every pending task on the next free GPU, each winner stored as its shape's entry; then, while
+    the tuning share lasts, further rounds (:func:`gemmgen.tune.grid_plan.next_round`): the tasks the plan
+    left untuned, then every task to twice its trials. Returns the job as its last round left it."""
+    from ..tune.grid_plan import next_round
+
+    cap = TRIALS if args.trials is None else args.trials
+    before = -1   # trials finished when the last round began
+    _tune_round(args, job, ctx)
+    while job.deadline is not None and job.deadline - time.time() > ROUND_S:
+        now = _finished(job)
+        more = next_round(job, cap)
+        if more is None or (more is job and now == before):
+            break   # every task has its trials, or the last round finished none (each failed or ran out)
+        before, job = now, more
+        out.say(f"tuning share left {out.clock(job.deadline - time.time())}: another round, "
+                f"{len(job.pending())} task(s) to {job.trials} trials")
+        _tune_round(args, job, ctx)
+    return job
+
+
+def _finished(job: Any) -> int:
+    """Trials the job's tasks have finished, summed over their studies (what a round adds to)."""
+    states = job.states()
+    return sum(states.get(job.study_of(t), {}).get("done", 0) for t in job.tasks())
+
+
+def _tune_round(args: argparse.Namespace, job: Any, ctx: dict) -> None:
+    """One round: every pending task of ``job`` on the next free GPU."""
     from ..tune import gpu
     from ..tune.ahead import AHEAD, CompileAhead, cores, warm_kernels
     from ..tune.grid_run import TuneShape, run_grid
@@ -184,6 +212,8 @@ def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> None:
             f"({', '.join(job.families)}) on {job.device.name}, GPUs {','.join(map(str, ctx['devices']))}: "
             f"{len(pending)} of {len(tasks)} to tune, {job.trials} trials per shape (up to {most} below "
             f"{job.stretch_below:g}x cuBLAS), patience {job.patience}")
+    if not pending:
+        return
     progress = out.Progress(len(pending), end=ctx["end"])
     # finalists are not re-timed here: the timings stage times every winner again, on every shape
     prepare = gpu.NvrtcPrepare(job.device.arch)

@@ -92,8 +92,8 @@ def timing_work(args: argparse.Namespace, job: Any, foreign: Any, have: Any,
     first = {}
     if foreign is None:
         own = tuned_winners(job) if winners is None else winners
-        first = first_pairs(predicted_builtins(job.device, job.shapes(), job.families, TIME_TOP), own)
-    batches = timing_batches(configs, job.shapes(), job.device, skip=timed, only=only, first=first)
+        first = first_pairs(predicted_builtins(job.device, job.timing_shapes(), job.families, TIME_TOP), own)
+    batches = timing_batches(configs, job.timing_shapes(), job.device, skip=timed, only=only, first=first)
     return Work(configs, first, only, timed, batches)
 
 
@@ -140,7 +140,7 @@ def pairs_to_time(args: argparse.Namespace, have: Any, foreign: Any, configs: li
         for name, key in pairs + [(e.name, e.shape.key) for e in foreign.entries.values()]:
             only.setdefault(key, set()).add(name)
         return only
-    return predicted_top(foreign or have, configs, job.grid.shapes, job.device, args.top) if args.top else None
+    return predicted_top(foreign or have, configs, job.timing_shapes(), job.device, args.top) if args.top else None
 
 
 def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict, winners: dict[str, list] | None = None) -> None:
@@ -165,8 +165,10 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict, winne
     if args.only_timed:
         held = sum((name, key) in timed for key, names in only.items() for name in names)
         source += f"; each on the shapes that file times it on, {held} of those pairs in the output file already"
+    shapes = len(job.timing_shapes())
     out.say(f"grid {job.grid.name} timings: {work.kernel_count()} kernels ({source}) on "
-            f"{len(job.grid.shapes)} shapes: {sum(len(b.configs) for b in batches)} to time in {len(batches)} "
+            f"{shapes} shapes{' (each tuned shape in every layout)' if shapes > len(job.grid.shapes) else ''}: "
+            f"{sum(len(b.configs) for b in batches)} to time in {len(batches)} "
             f"batches, --rep-ms {rep:g}")
     deadline = ctx.get("end")   # the budget's end: what is not timed by then, a rerun times
     prepare = gpu.NvrtcPrepare(job.device.arch)

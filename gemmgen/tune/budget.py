@@ -11,7 +11,7 @@ are still timed with the winners and presets.
 (5400.0, 90.0, 600.0)
 >>> split = plan_budget(1200, tasks=80, trials=200, devices=1)
 >>> split.tune_s, split.time_s, split.tasks_tuned, split.trials
-(720.0, 480.0, 80, 11)
+(720.0, 480.0, 80, 22)
 """
 from __future__ import annotations
 
@@ -48,11 +48,12 @@ def parse_budget(text: str) -> float:
 
 @dataclass(frozen=True)
 class Costs:
-    """What a run costs, in seconds of one GPU: the figures the estimate uses (measured on an H100: 140
-    trials of 100 ms in 110 s; the timings stage times ~7 kernels a second at 20 ms each)."""
+    """What a run costs, in seconds of one GPU: the figures the estimate uses (measured on an H100 with 16
+    cores: 738 trials of 50 ms in 203 s, and the timings stage timed 1,417 pairs at 20 ms each in 45 s;
+    a host with fewer cores compiles slower, which the rounds after the plan absorb)."""
 
-    trial_s: float = 0.8      # one measured trial (compiled ahead, gated, timed)
-    pair_s: float = 0.15      # one kernel timed on one shape in the timings stage
+    trial_s: float = 0.4      # one measured trial (compiled ahead, gated, timed)
+    pair_s: float = 0.05      # one kernel timed on one shape in the timings stage
     tune_share: float = 0.6   # of the budget, for tuning; timing gets the rest
     min_trials: int = 8       # fewer a task and the sampler has not started: tune fewer tasks instead
 
@@ -95,9 +96,9 @@ def plan_budget(budget_s: float, *, tasks: int, trials: int, devices: int = 1, c
     """Split ``budget_s`` (wall seconds) for ``tasks`` tasks of at most ``trials`` trials on ``devices`` GPUs.
     Without tuning (``tune`` False: a timings-only run) the whole budget goes to timing.
 
-    >>> p = plan_budget(600, tasks=84, trials=24, devices=1)   # 10 minutes: 56 of 84 tasks, 8 trials each
+    >>> p = plan_budget(300, tasks=84, trials=24, devices=1)   # 5 minutes: 56 of 84 tasks, 8 trials each
     >>> p.tasks_tuned, p.trials, round(p.tune_estimate_s)
-    (56, 8, 358)
+    (56, 8, 179)
     >>> plan_budget(36000, tasks=84, trials=24, devices=4).trials   # 10 hours on 4 GPUs: --trials caps it
     24
     """

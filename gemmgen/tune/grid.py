@@ -7,8 +7,8 @@ shapes the shipped H100/H200 results were timed on, kept to re-time those.
 
 >>> from gemmgen.base.devices import known
 >>> grid = derived_grid(known("rtx3090"))
->>> grid.name, grid.gpus, len(grid.shapes), grid.ordered
-('derived', ('rtx3090',), 42, True)
+>>> grid.name, grid.gpus, len(grid.shapes), grid.ordered, grid.every_layout
+('derived', ('rtx3090',), 42, True, True)
 """
 from __future__ import annotations
 
@@ -39,12 +39,13 @@ class Grid:
     gpus: tuple[str, ...] = ()
     source: str = ""
     ordered: bool = False   # shapes already in value order (a derived grid); a file's are ordered by value
+    every_layout: bool = False   # timed in all four layouts, not only the one each is tuned in (a derived grid)
 
 
 def derived_grid(device: DeviceSpec) -> Grid:
     """The grid ``--grid auto`` (and a search given no shapes) tunes on this GPU: :func:`.shapeset.derived_shapes`."""
     return Grid("derived", tuple(derived_shapes(device)), (device.key,),
-                f"derived from the {device.name}'s {device.sm_count} SMs", ordered=True)
+                f"derived from the {device.name}'s {device.sm_count} SMs", ordered=True, every_layout=True)
 
 
 def shipped_grids() -> list[str]:

@@ -19,7 +19,7 @@ short, so warm starts and timings can use it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -30,7 +30,7 @@ from ..base.shape import Shape
 from ..kernel.accepts import family_refuses
 from ..kernel.config import KernelConfig
 from .grid import Grid, nearest
-from .shapeset import order_by_value
+from .shapeset import LAYOUTS, order_by_value
 from .plan import SearchPlan, make_plan
 from .storage import open_storage
 from .studies import study_name
@@ -76,6 +76,23 @@ class GridJob:
     def shapes(self) -> list[Shape]:
         """The grid's shapes by value (.shapeset.order_by_value, or a derived grid's own order)."""
         return list(self.grid.shapes) if self.grid.ordered else order_by_value(self.grid.shapes, self.device)
+
+    def timing_shapes(self) -> list[Shape]:
+        """The shapes the timings stage times: :meth:`shapes`, then, for a grid timed in every layout (a
+        derived one), each of them in the other three layouts, by value. The dispatch predicts a request
+        from timings in its own layout, and a derived grid tunes each shape in one layout only.
+
+        >>> from gemmgen.base.devices import known
+        >>> from gemmgen.tune.grid import Grid
+        >>> grid = Grid("demo", (Shape(512, 512, 512, "NT"),), every_layout=True)
+        >>> [s.key for s in GridJob(grid, ("simt",), known("h100"), "sqlite:///:memory:").timing_shapes()]
+        ['512x512x512/NT', '512x512x512/NN', '512x512x512/TN', '512x512x512/TT']
+        """
+        shapes = self.shapes()
+        if not self.grid.every_layout:
+            return shapes
+        others = [Shape(s.M, s.N, s.K, lay) for s in shapes for lay in LAYOUTS if lay != s.layout]
+        return list(dict.fromkeys([*shapes, *order_by_value(others, self.device)]))
 
     def tasks(self) -> list[Task]:
         """Every task in the order the queue hands them out: shapes by value (.shapeset.order_by_value, or a
@@ -135,6 +152,31 @@ class GridJob:
         finished = {t.shape: KernelConfig.from_dict(s["config"]) for t, s in self.winners(states).items()
                     if t.family == task.family and s.get("done")}
         return [(s, finished[s]) for s in nearest(task.shape, list(finished), self.neighbours)]
+
+
+def next_round(job: GridJob, cap: int, states: Mapping[str, dict] | None = None) -> GridJob | None:
+    """The job a search's tuning share goes on with once every pending task is done: the same job while
+    tasks the plan left untuned remain (``limit`` counts the unfinished), then every task to twice its
+    trials (at most ``cap``); None when every task has ``cap`` trials.
+
+    >>> import tempfile
+    >>> from gemmgen.base.devices import known
+    >>> from gemmgen.tune.grid import Grid
+    >>> grid = Grid("demo", (Shape(512, 512, 512), Shape(64, 64, 64)))
+    >>> job = GridJob(grid, ("simt",), known("h100"), f"sqlite:///{tempfile.mkdtemp()}/s.db", trials=8, limit=1)
+    >>> next_round(job, 20) is job                       # one of two tuned: the other is next
+    True
+    >>> done = GridJob(grid, ("simt",), known("h100"), "sqlite:///:memory:", trials=16, limit=1)
+    >>> nothing = {done.study_of(t): {"done": 16} for t in done.tasks()}
+    >>> (r := next_round(done, 20, nothing)).trials, r.limit, next_round(r, 20, {k: {"done": 20} for k in nothing})
+    (20, None, None)
+    """
+    states = job.states() if states is None else states
+    if any(not job.done(t, states) for t in job.tasks()):
+        return job
+    if job.trials >= cap:
+        return None
+    return replace(job, trials=min(cap, 2 * job.trials), limit=None)
 
 
 def record_state(plan: SearchPlan, result: Any, finished: bool) -> dict:
