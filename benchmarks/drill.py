@@ -21,6 +21,14 @@ longer than one command (a device call's 10 minutes) spans two:
     python -m benchmarks.drill search --out runs/drill --budget 10m --detach
     python -m benchmarks.drill wait runs/drill && python -m benchmarks.drill run b --out runs/drill --results runs/drill/results
 
+``prebuild a c --out OUT`` compiles, at the lowest CPU priority, the kernels the situations' tables will
+plan (``--detach``: in the background), so that the timed runs after a search find them in the kernel
+cache instead of compiling them one table at a time; started beside a detached search, it takes only
+the cores the search leaves idle:
+
+    python -m benchmarks.drill search --out runs/drill --budget 10m --detach
+    python -m benchmarks.drill prebuild a c --out runs/drill --seed 7 --detach
+
 ``--arch sm_80`` runs a situation with the planner kept to the kernels that architecture runs too
 (``GEMMGEN_POLICY=arch=sm_80``: an A100's families on this GPU) into OUT/<situation>-<arch>/; such a
 proxy's (b) must reach at least its (a) on each table. ``summary`` exits 1 where a measured target is
@@ -145,6 +153,32 @@ def search(out: Path, budget: str, detach: bool, program: tuple[str, ...] = SEAR
     return rc
 
 
+def prebuild(out: Path, situations: list[str], tables: list[str], seeds: list[int], arch: str = "",
+             program: tuple[str, ...] = targets.PROGRAM) -> int:
+    """Compile the kernels each situation's tables plan: their runs with ``--compile-only``, at the lowest
+    CPU priority, one after the other; the worst exit status."""
+    codes = []
+    for situation in situations:
+        env = environment(situation, None, arch)
+        scratch = Path(tempfile.mkdtemp(prefix="gemmgen-prebuild-"))   # --json's folder: nothing is written
+        for _, argv in targets.commands(tables, scratch, seeds, program):
+            codes.append(subprocess.run(["nice", "-n", "19", *argv, "--compile-only"], env=env,
+                                        cwd=HERE.parent).returncode)
+    return max(codes, default=0)
+
+
+def detached(out: Path, name: str, argv: list[str]) -> int:
+    """Run this module with ``argv`` in a process session of its own (it outlives the command that starts
+    it), output to out/<name>.log; returns at once."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / f"{name}.log", "ab") as log:
+        child = subprocess.Popen([sys.executable, "-m", "benchmarks.drill", *argv], stdout=log,
+                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                 cwd=HERE.parent)
+    print(f"{name} running as pid {child.pid}; output in {out / (name + '.log')}")
+    return 0
+
+
 def wait(out: Path, timeout: float, poll: float = 2.0) -> int:
     """Wait for a detached search of ``out`` to write its exit status, at most ``timeout`` seconds (then
     1); its exit status. ValueError where no search was started there."""
@@ -175,6 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     find.add_argument("--out", type=Path, required=True, metavar="DIR")
     find.add_argument("--budget", default="10m", help="gemmgen search --budget (default 10m)")
     find.add_argument("--detach", action="store_true", help="run on in a session of its own; `wait` waits for it")
+    build = sub.add_parser("prebuild", help="compile, niced, the kernels the situations' tables will plan")
+    build.add_argument("situations", nargs="+", choices=["a", "c"], metavar="SITUATION", help="a and/or c")
+    build.add_argument("--out", type=Path, required=True, metavar="DIR")
+    build.add_argument("--only", nargs="+", default=list(TABLES), choices=list(TABLES), metavar="TABLE")
+    build.add_argument("--seed", type=int, action="append", default=[], help="random shapes' seeds")
+    build.add_argument("--arch", choices=list(ARCHS), metavar="sm_XX", help="(a) planned as on that architecture")
+    build.add_argument("--detach", action="store_true", help="run on in the background; returns at once")
     hold = sub.add_parser("wait", help="wait for a detached search and return its exit status")
     hold.add_argument("out", type=Path, metavar="DIR")
     hold.add_argument("--timeout", type=float, default=900.0, metavar="S")
@@ -194,6 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
     if args.cmd == "search":
         return search(args.out, args.budget, args.detach)
+    if args.cmd == "prebuild":
+        if args.arch and "c" in args.situations:
+            ap.error(f"--arch {args.arch}: a proxy plans (a) only; (c), the shipped results, is the GPU's own")
+        if args.detach:
+            return detached(args.out, "prebuild", [a for a in (argv if argv is not None else sys.argv[1:])
+                                                  if a != "--detach"])
+        return prebuild(args.out, args.situations, args.only, args.seed or list(targets.SEEDS), args.arch or "")
     if args.cmd == "wait":
         try:
             return wait(args.out, args.timeout)

@@ -243,6 +243,8 @@ def main(argv=None) -> int:
                          "else off)")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                     help="processes compiling the planned kernels before timing (default: half the cores)")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="compile the planned kernels into the kernel cache and time nothing (a later run finds them)")
     args = ap.parse_args(argv)
     import gemmgen
 
@@ -264,6 +266,8 @@ def main(argv=None) -> int:
     t = time.time()
     built = prebuild([s for _, shapes in groups for s in shapes], args.family, args.jobs)
     print(f"{built} planned kernels compiled in {time.time() - t:.1f} s ({args.jobs} processes)", file=sys.stderr)
+    if args.compile_only:
+        return 0
     rows = []
 
     from gemmgen.base.files import write_atomic

@@ -82,3 +82,22 @@ def test_wait_without_a_search_is_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         drill.main(["wait", str(tmp_path)])
     assert exit_.value.code == 2 and "no search was started here" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_prebuild_compiles_each_situations_tables_without_timing_them(tmp_path, monkeypatch):
+    seen = tmp_path / "seen.jsonl"
+    script = ("import json, os, sys; open(sys.argv[1], 'a').write(json.dumps({'argv': sys.argv[2:], "
+              "'shipped': os.environ.get('GEMMGEN_SHIPPED'), 'policy': os.environ.get('GEMMGEN_POLICY')}) + '\\n')")
+    monkeypatch.setenv("GEMMGEN_POLICY", "arch=sm_75")   # a stray one is not inherited
+    code = drill.prebuild(tmp_path, ["a", "c"], ["set", "random"], [7], program=(sys.executable, "-c", script, str(seen)))
+    runs = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert code == 0 and len(runs) == 4   # the set's run and the random one, for (a) and for (c)
+    assert all(r["argv"][-1] == "--compile-only" and r["policy"] is None for r in runs)
+    assert [r["shipped"] for r in runs] == ["0", "0", None, None]   # (a) with the shipped results hidden
+    assert ["--seed", "7"] == [a for r in runs[1:2] for a in r["argv"] if a in ("--seed", "7")]
+
+
+def test_prebuild_refuses_a_proxy_of_the_shipped_results(capsys):
+    with pytest.raises(SystemExit):
+        drill.main(["prebuild", "c", "--out", "x", "--arch", "sm_80"])
+    assert "--arch sm_80" in capsys.readouterr().err
