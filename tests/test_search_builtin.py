@@ -80,11 +80,12 @@ def _empty(device) -> DeviceResults:
 
 
 def test_the_work_list_times_each_shapes_built_ins_first_round_robin_by_value(tmp_path):
-    """On the derived shapes of an RTX 3090 (no study tuned yet): the first batch of every shape, in value
-    order, starts with its predicted-fastest built-ins, then the presets; a shape's second batch, if any,
-    comes after every shape's first."""
+    """On the derived shapes of an RTX 3090, each in every layout (no study tuned yet): the first batch of
+    every shape, the tuned shapes by value and then the other layouts, starts with its predicted-fastest
+    built-ins, then the presets; a shape's second batch, if any, comes after every shape's first."""
     job = _job(tmp_path, RTX3090)
-    shapes = job.shapes()
+    shapes = job.timing_shapes()
+    assert shapes[:len(job.shapes())] == job.shapes() and len(shapes) > 3 * len(job.shapes())
     work = timing_work(_args(), job, None, _empty(RTX3090), winners={})
     picks = predicted_builtins(RTX3090, shapes, ["simt", "tf32x3"], TIME_TOP)
     firsts = work.batches[:len(shapes)]
