@@ -142,18 +142,25 @@ def search(out: Path, budget: str, detach: bool, program: tuple[str, ...] = SEAR
     env = environment("b", results)
     if detach:   # the search, then its exit status into search.rc, in a session of its own
         line = f"{shlex.join(cmd)}; echo $? > {shlex.quote(str(out / 'search.rc'))}"
-        with open(out / "search.log", "ab") as log:
-            child = subprocess.Popen(["sh", "-c", line], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, cwd=HERE.parent, env=env)
-        (out / "search.pid").write_text(str(child.pid))
-        print(f"search running as pid {child.pid}; then: python -m benchmarks.drill wait {out}")
+        pid = spawn(out, "search", ["sh", "-c", line], env)
+        (out / "search.pid").write_text(str(pid))
+        print(f"search running as pid {pid}; then: python -m benchmarks.drill wait {out}")
         return 0
     rc = subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
     (out / "search.rc").write_text(str(rc))
     return rc
 
 
-def prebuild(out: Path, situations: list[str], tables: list[str], seeds: list[int], arch: str = "",
+def spawn(out: Path, name: str, cmd: list[str], env: dict | None = None) -> int:
+    """Start ``cmd`` in a process session of its own (it outlives the command that starts it), output
+    appended to out/<name>.log; its pid, at once."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / f"{name}.log", "ab") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=HERE.parent, env=env).pid
+
+
+def prebuild(situations: list[str], tables: list[str], seeds: list[int], arch: str = "",
              program: tuple[str, ...] = targets.PROGRAM) -> int:
     """Compile the kernels each situation's tables plan: their runs with ``--compile-only``, at the lowest
     CPU priority, one after the other; the worst exit status."""
@@ -165,18 +172,6 @@ def prebuild(out: Path, situations: list[str], tables: list[str], seeds: list[in
             codes.append(subprocess.run(["nice", "-n", "19", *argv, "--compile-only"], env=env,
                                         cwd=HERE.parent).returncode)
     return max(codes, default=0)
-
-
-def detached(out: Path, name: str, argv: list[str]) -> int:
-    """Run this module with ``argv`` in a process session of its own (it outlives the command that starts
-    it), output to out/<name>.log; returns at once."""
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / f"{name}.log", "ab") as log:
-        child = subprocess.Popen([sys.executable, "-m", "benchmarks.drill", *argv], stdout=log,
-                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                 cwd=HERE.parent)
-    print(f"{name} running as pid {child.pid}; output in {out / (name + '.log')}")
-    return 0
 
 
 def wait(out: Path, timeout: float, poll: float = 2.0) -> int:
@@ -238,10 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "prebuild":
         if args.arch and "c" in args.situations:
             ap.error(f"--arch {args.arch}: a proxy plans (a) only; (c), the shipped results, is the GPU's own")
-        if args.detach:
-            return detached(args.out, "prebuild", [a for a in (argv if argv is not None else sys.argv[1:])
-                                                  if a != "--detach"])
-        return prebuild(args.out, args.situations, args.only, args.seed or list(targets.SEEDS), args.arch or "")
+        if args.detach:   # this command again, without --detach, in a session of its own
+            again = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--detach"]
+            pid = spawn(args.out, "prebuild", [sys.executable, "-m", "benchmarks.drill", *again])
+            print(f"prebuild running as pid {pid}; output in {args.out / 'prebuild.log'}")
+            return 0
+        return prebuild(args.situations, args.only, args.seed or list(targets.SEEDS), args.arch or "")
     if args.cmd == "wait":
         try:
             return wait(args.out, args.timeout)

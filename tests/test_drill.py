@@ -89,7 +89,7 @@ def test_prebuild_compiles_each_situations_tables_without_timing_them(tmp_path, 
     script = ("import json, os, sys; open(sys.argv[1], 'a').write(json.dumps({'argv': sys.argv[2:], "
               "'shipped': os.environ.get('GEMMGEN_SHIPPED'), 'policy': os.environ.get('GEMMGEN_POLICY')}) + '\\n')")
     monkeypatch.setenv("GEMMGEN_POLICY", "arch=sm_75")   # a stray one is not inherited
-    code = drill.prebuild(tmp_path, ["a", "c"], ["set", "random"], [7], program=(sys.executable, "-c", script, str(seen)))
+    code = drill.prebuild(["a", "c"], ["set", "random"], [7], program=(sys.executable, "-c", script, str(seen)))
     runs = [json.loads(line) for line in seen.read_text().splitlines()]
     assert code == 0 and len(runs) == 4   # the set's run and the random one, for (a) and for (c)
     assert all(r["argv"][-1] == "--compile-only" and r["policy"] is None for r in runs)

@@ -182,20 +182,20 @@ def _tune(args: argparse.Namespace, job: Any, ctx: dict) -> Any:
     before = -1   # trials finished when the last round began
     _tune_round(args, job, ctx)
     while job.deadline is not None and job.deadline - time.time() > ROUND_S:
-        now = _finished(job)
-        more = next_round(job, cap)
+        states = job.states()
+        now = _finished(job, states)
+        more = next_round(job, cap, states)
         if more is None or (more is job and now == before):
             break   # every task has its trials, or the last round finished none (each failed or ran out)
         before, job = now, more
         out.say(f"tuning share left {out.clock(job.deadline - time.time())}: another round, "
-                f"{len(job.pending())} task(s) to {job.trials} trials")
+                f"{len(job.pending(states))} task(s) to {job.trials} trials")
         _tune_round(args, job, ctx)
     return job
 
 
-def _finished(job: Any) -> int:
+def _finished(job: Any, states: dict) -> int:
     """Trials the job's tasks have finished, summed over their studies (what a round adds to)."""
-    states = job.states()
     return sum(states.get(job.study_of(t), {}).get("done", 0) for t in job.tasks())
 
 

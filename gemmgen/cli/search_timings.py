@@ -89,11 +89,12 @@ def timing_work(args: argparse.Namespace, job: Any, foreign: Any, have: Any,
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign, winners)
     only = pairs_to_time(args, have, foreign, configs, job)
+    shapes = job.timing_shapes()
     first = {}
     if foreign is None:
         own = tuned_winners(job) if winners is None else winners
-        first = first_pairs(predicted_builtins(job.device, job.timing_shapes(), job.families, TIME_TOP), own)
-    batches = timing_batches(configs, job.timing_shapes(), job.device, skip=timed, only=only, first=first)
+        first = first_pairs(predicted_builtins(job.device, shapes, job.families, TIME_TOP), own)
+    batches = timing_batches(configs, shapes, job.device, skip=timed, only=only, first=first)
     return Work(configs, first, only, timed, batches)
 
 
