@@ -76,6 +76,42 @@ def test_out_of_the_box_picks_replayed_on_recorded_times(gpu, family, bound):
     assert math.exp(statistics.fmean(math.log(r) for r in ratios)) < bound
 
 
+def test_the_c_tile_coefficient_is_never_fitted_under_its_floor():
+    """Times that a free fit would explain without C tiles (here: only the K steps cost) still get the
+    C-tile floor: a C tile is not written faster than the DRAM bandwidth."""
+    from gemmgen.kernel.presets import preset
+
+    spec, c = known("h100"), preset("v10")
+    truth = analytic.Analytic.make(c, spec, {"simt": (1.3, 0.0, 0.0, 0.0, 0.0)})
+    times = {Shape(n, n, k): truth.fitted(Shape(n, n, k)) for n in (512, 2048, 4096) for k in (16, 256, 4096)}
+    coef = analytic.fit_coefficients([(c, 0, times)], spec)["simt"]
+    assert coef[3] == pytest.approx(analytic.FLOORS[3]) and all(x >= f for x, f in zip(coef, analytic.FLOORS))
+    assert all(x >= f for cf in builtin.load()["coefficients"].values() for x, f in zip(cf, analytic.FLOORS))
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_out_of_the_box_picks_against_recorded_cublas_times(gpu):
+    """Every recorded shape with a cuBLAS time, planned as matmul plans it with no results: where the
+    picked kernel was timed there, its speed against cuBLAS. Shallow-K shapes, whose C tiles are most
+    of the time, were the ones under 0.8x while the model let C tiles cost almost nothing."""
+    from gemmgen.runtime.library import PRODUCT
+    from gemmgen.runtime.planner import Planner, Request
+
+    timings = recorded(gpu)
+    planner = Planner(known(gpu), {}, Timings.empty(), PRODUCT)
+    times = {k.config.name: k.ms for k in timings.of_precision("fp32")}
+    ratios = {}
+    for key, cublas in timings.cublas["fp32"].items():
+        s = Shape.parse(key)
+        plan = planner.plan(Request(s.M, s.N, s.K, s.layout))
+        ms = times.get(plan.config.name, {}).get(Shape(s.M, s.N, s.K, plan.config.layout).key) if plan.config else None
+        if ms:
+            ratios[key] = cublas / ms
+    low = sorted(k for k, r in ratios.items() if r < 0.8)
+    assert len(ratios) > 500 and len(low) <= 2, low
+    assert math.exp(statistics.fmean(map(math.log, ratios.values()))) > 1.3
+
+
 @pytest.mark.parametrize("gpu, families", [("rtx3090", {"simt", "tf32x3"}), ("a100", {"simt", "tf32x3"}),
                                            ("h100", {"simt", "tf32x3"})])
 def test_built_in_kernels_are_valid_where_they_are_offered(gpu, families):

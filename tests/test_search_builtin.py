@@ -11,7 +11,7 @@ import pytest
 
 from gemmgen.base import Measurement, Shape
 from gemmgen.base.devices import DeviceSpec, known
-from gemmgen.cli.search_builtin import TIME_TOP, WARM_TOP, first_pairs, predicted_builtins, warm_builtins
+from gemmgen.cli.search_builtin import FAMILY_TOP, TIME_TOP, WARM_TOP, first_pairs, predicted_builtins, warm_builtins
 from gemmgen.cli.search_timings import timing_work
 from gemmgen.kernel.rules import explain
 from gemmgen.records.store import DeviceResults
@@ -87,14 +87,16 @@ def test_the_work_list_times_each_shapes_built_ins_first_round_robin_by_value(tm
     shapes = job.timing_shapes()
     assert shapes[:len(job.shapes())] == job.shapes() and len(shapes) > 3 * len(job.shapes())
     work = timing_work(_args(), job, None, _empty(RTX3090), winners={})
-    picks = predicted_builtins(RTX3090, shapes, ["simt", "tf32x3"], TIME_TOP)
+    picks = predicted_builtins(RTX3090, shapes, ["simt", "tf32x3"], TIME_TOP, per_family=FAMILY_TOP)
     firsts = work.batches[:len(shapes)]
     assert [b.shape for b in firsts] == shapes   # one each, by value: 4096^3 first, 16^3 late
     for batch in firsts:
-        assert [c.name for c in batch.configs[:TIME_TOP]] == [c.name for c in picks[batch.shape.key]]
+        own = picks[batch.shape.key]
+        assert [c.name for c in batch.configs[:len(own)]] == [c.name for c in own]
+        assert {c.family for c in own} == {"simt", "tf32x3"}   # each family's own first ranks too
     presets = {c.in_layout(lay, label="").name for f in ("simt", "tf32x3")
                for c in space_presets(load_space(f, RTX3090.arch), RTX3090.arch) for lay in ("NN", "NT", "TN", "TT")}
-    rest = {c.name for b in firsts for c in b.configs[TIME_TOP:]} | {c.name for b in work.batches[len(shapes):]
+    rest = {c.name for b in firsts for c in b.configs[len(picks[b.shape.key]):]} | {c.name for b in work.batches[len(shapes):]
                                                                      for c in b.configs}
     assert rest and rest <= presets   # after a shape's built-ins: the presets (no winners yet), batches filled
     assert work.kernel_count() >= len({c.name for cs in picks.values() for c in cs})
@@ -104,10 +106,11 @@ def test_a_shapes_own_winner_joins_its_first_batch_and_timed_pairs_are_skipped(t
     shapes = SHAPES[:2]
     job = _job(tmp_path, H100, shapes)
     winner = space_presets(load_space("simt", "sm_90"), "sm_90")[0].in_layout("NT", label="").replace(BK=8)
-    picks = predicted_builtins(H100, shapes, ["simt", "tf32x3"], TIME_TOP)
+    picks = predicted_builtins(H100, shapes, ["simt", "tf32x3"], TIME_TOP, per_family=FAMILY_TOP)
     work = timing_work(_args(), job, None, _empty(H100), winners={"16x8192x4096/NT": [winner]})
     nt = next(b for b in work.batches if b.shape == shapes[1])
-    assert [c.name for c in nt.configs[:TIME_TOP + 1]] == [*(c.name for c in picks[shapes[1].key]), winner.name]
+    own = picks[shapes[1].key]
+    assert [c.name for c in nt.configs[:len(own) + 1]] == [*(c.name for c in own), winner.name]
     skip = {(picks[shapes[0].key][0].name, shapes[0].key)}   # timed before: not again
     batches = timing_batches([], shapes, H100, skip=skip, first=picks)
     assert [c.name for c in batches[0].configs] == [c.name for c in picks[shapes[0].key][1:]]

@@ -10,7 +10,7 @@ import pytest
 from gemmgen.base import Measurement, Shape
 from gemmgen.base.devices import known
 from gemmgen.cli import main, search_grid
-from gemmgen.cli.search_builtin import TIME_TOP, predicted_builtins
+from gemmgen.cli.search_builtin import FAMILY_TOP, TIME_TOP, predicted_builtins
 from gemmgen.kernel.config import KernelConfig
 from gemmgen.kernel.presets import preset
 from gemmgen.records import store
@@ -114,20 +114,22 @@ def test_grid_tunes_every_shape_and_times_the_winners(fake_cli, capsys):
     winners = {KernelConfig.from_dict(t["config"]) for t in _states(fake_cli).values()}
     presets = [p for f in ("simt", "tf32x3") for p in space_presets(load_space(f, "sm_90"), "sm_90")]
     shapes = [Shape.parse(s) for s in SHAPES]
-    builtins = predicted_builtins(known("h100"), shapes, ["simt", "tf32x3"], TIME_TOP)
+    builtins = predicted_builtins(known("h100"), shapes, ["simt", "tf32x3"], TIME_TOP, per_family=FAMILY_TOP)
     batches = timing_batches([*winners, *presets], shapes, known("h100"), first=builtins)
     wanted = {(c.name, b.shape.key) for b in batches for c in b.configs}
     timed = {(n, k) for n, kt in saved.timings.kernels.items() for k in kt.ms}
     assert timed == wanted and report["timings"]["measured"] == len(wanted)
-    assert all(len(b) == TIME_TOP for b in builtins.values())
+    assert all(TIME_TOP <= len(b) <= TIME_TOP + FAMILY_TOP and {c.family for c in b} == {"simt", "tf32x3"}
+               for b in builtins.values())
     assert {(c.name, key) for key, cs in builtins.items() for c in cs} <= timed   # built-ins timed on their shapes
     order = [s.key for s in order_by_value(shapes, known("h100"))]
     assert [key for _, _, key, _ in FakeRetime.seen][:len(SHAPES)] == order   # a first batch a shape, by value
     first_batches = [names for _, _, key, names in FakeRetime.seen][:len(SHAPES)]
     for shape, names in zip(order, first_batches):   # each shape's first batch: its built-ins, then its winners
         own = {state["name"] for study, state in _states(fake_cli).items() if study.endswith(shape.replace("/", "-"))}
-        assert names[:TIME_TOP] == [c.name for c in builtins[shape]] and len(own) == 2
-        assert own <= set(names[:TIME_TOP + 2])
+        first = len(builtins[shape])
+        assert names[:first] == [c.name for c in builtins[shape]] and len(own) == 2
+        assert own <= set(names[:first + 2])
     assert set(saved.timings.cublas["fp32"]) == set(SHAPES)
     assert all(kt.resident == 1 + kt.config.BM % 3 for kt in saved.timings.kernels.values())   # recorded
     assert {rep for _, rep, _, _ in FakeRetime.seen} == {20.0}   # no re-timed finalists: the timings stage
@@ -340,7 +342,7 @@ def test_grid_auto_on_any_gpu_plans_its_derived_shapes(capsys):
     assert plan["budget"]["budget_s"] == 1800 and plan["budget"]["tune_s"] == 1080 and plan["budget"]["time_s"] == 720
     assert plan["families"] == ["simt", "tf32x3"]   # every fp32 family an sm_86 runs, by default
     assert plan["tasks_tuned"] == plan["tasks"] == 84 and 8 <= plan["trials_per_task"] <= 200
-    assert plan["invalid_draws"]["simt"] < 0.45 and plan["shape_order"][0] == "4096x4096x4096/NN"
+    assert plan["invalid_draws"]["simt"] < 0.52 and plan["shape_order"][0] == "4096x4096x4096/NN"
 
 
 def test_the_shipped_grid_loads_for_both_hopper_gpus():

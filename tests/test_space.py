@@ -62,8 +62,10 @@ def test_conditional_parameters_are_define_by_run():
         study.tell(trial, 0.0)
     for params, c in seen:
         assert ("reduce" in params) == (c.split_k > 1)
-        assert ("async_copy" in params) == (c.stages == 2)
+        assert ("async_copy" in params) == (c.stages == 2 and not c.interleave)
         assert c.async_copy == (c.stages >= 3) or c.stages == 2
+        assert not c.interleave or (c.stages == 2 and not c.async_copy and c.prefetch and c.frag == "lds")
+        assert ("stages" in params) == (not c.interleave) and ("prefetch" in params) == (not c.interleave)
         assert ("log2_swz_a" in params) == (c.pad_a == 0 and c.a_kmajor)
         assert "WMITER" not in params and "WM" not in params   # derived, never sampled
         assert params["log2_BM"] in range(5, 9)
@@ -416,10 +418,12 @@ T4_LIKE = DeviceSpec("t4-like", "A Turing-like GPU", (7, 5), 40, 64 * 1024, 64 *
                      l2_bytes=4 * 2**20, clock_mhz=1590, mem_gbs=320)
 
 
-@pytest.mark.parametrize("gpu, most", [("rtx3090", 0.45), ("h100", 0.35)])
+@pytest.mark.parametrize("gpu, most", [("rtx3090", 0.52), ("h100", 0.42)])
 def test_most_simt_draws_pass_the_rules(gpu, most):
     """The simt space derives warps, thread tiles, WNITER and vec from drawn helpers, so a draw no longer breaks
-    the rules blindly: 1000 uniform draws were 72% (rtx3090) and 68% (h100) invalid before, 38% and 28% after."""
+    the rules blindly: 1000 uniform draws were 72% (rtx3090) and 68% (h100) invalid before, 38% and 28% after.
+    Drawing the interleaved loop in half the draws (it keeps a pointer register a copy) costs some of that
+    back, 47% and 37%, where invalid draws cost no trial of the budget."""
     device = known(gpu)
     draws = invalid_draws(load_space("simt", device.arch, device=device), device, n=1000)
     assert draws.drawn == 1000 and draws.share < most
@@ -431,3 +435,19 @@ def test_invalid_draws_names_the_rules_that_reject():
     draws = invalid_draws(space, T4_LIKE, n=300, seed=2)
     assert 0 < draws.invalid < 300 and sum(n for _, n in draws.rules) >= draws.invalid
     assert dict(draws.rules).get("SHARED_MEMORY", 0) > 0
+
+
+@pytest.mark.parametrize("gpu", ["h100", "rtx3090", "t4"])
+def test_the_interleaved_simt_loop_is_reached_by_a_short_search(gpu):
+    """The interleaved loop needs four other choices (two stages through registers, fragment prefetch,
+    shared-memory fragments): drawn freely they met in about 1% of draws, so a search of 20 trials a shape
+    never tried it, while it is the SIMT kernel of the shipped results on 1000^3 and 1024^3. Drawn first,
+    it fixes them, and a sixth of the draws or more are valid interleaved kernels; Turing draws no cp.async."""
+    device = known(gpu)
+    space = load_space("simt", device.arch, device=device)
+    rng = __import__("random").Random(3)
+    draws = [space.sample(_RandomTrial(rng)) for _ in range(600)]
+    valid = [c for c in draws if not explain(c, device)]
+    assert sum(c.interleave for c in valid) > 0.15 * len(draws)
+    assert sum(not c.interleave for c in valid) > 0.2 * len(draws)
+    assert device.cc >= (8, 0) or not any(c.async_copy for c in draws)

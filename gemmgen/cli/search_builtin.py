@@ -15,14 +15,23 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 TIME_TOP = 6   # built-ins timed on each shape: the picks of matmul's first ranks, at ~0.15 s a pair
+FAMILY_TOP = 2  # ... and each family's own first ranks: matmul(family="simt") plans from timings too
 WARM_TOP = 3   # built-ins each study measures before it samples (its family's, on its shape)
 
 
 def predicted_builtins(spec: Any, shapes: Sequence[Any], families: Sequence[str], k: int,
-                       family: str | None = None) -> dict[str, list[Any]]:
+                       family: str | None = None, per_family: int = 0) -> dict[str, list[Any]]:
     """Shape key -> the ``k`` built-in kernels of ``families`` (or of ``family`` alone) the analytic model
-    predicts fastest on that shape of ``spec``, fastest first, each in the shape's layout (label dropped),
-    valid on ``spec`` and computing the shape."""
+    predicts fastest on that shape of ``spec``, fastest first, then the ``per_family`` fastest of each
+    family not among them yet; each in the shape's layout (label dropped), valid on ``spec`` and
+    computing the shape.
+
+    >>> from gemmgen.base.devices import known
+    >>> from gemmgen.base.shape import Shape
+    >>> picks = predicted_builtins(known("h100"), [Shape(4096, 4096, 4096)], ["simt", "tf32x3"], 2, per_family=2)
+    >>> [c.family for c in picks["4096x4096x4096/NN"]]
+    ['tf32x3', 'tf32x3', 'simt', 'simt']
+    """
     from ..runtime.builtin import builtin_fits
     from ..runtime.dispatch import candidates, ranked
 
@@ -30,8 +39,12 @@ def predicted_builtins(spec: Any, shapes: Sequence[Any], families: Sequence[str]
     by_layout = {lay: candidates(fits, lay, spec, family) for lay in {s.layout for s in shapes}}
     out: dict[str, list[Any]] = {}
     for s in shapes:
-        best = ranked(by_layout[s.layout], s.M, s.N, s.K, s.layout)[:k]
-        out[s.key] = [f.config.in_layout(s.layout, label="") for _, f in best]
+        order = [f for _, f in ranked(by_layout[s.layout], s.M, s.N, s.K, s.layout)]
+        best = order[:k]
+        for fam in dict.fromkeys(f.config.family for f in order) if per_family else ():
+            best += [f for f in order if f.config.family == fam and f not in best][:max(0, per_family - sum(
+                f.config.family == fam for f in best))]
+        out[s.key] = [f.config.in_layout(s.layout, label="") for f in best]
     return out
 
 

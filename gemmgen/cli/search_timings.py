@@ -84,7 +84,7 @@ def timing_work(args: argparse.Namespace, job: Any, foreign: Any, have: Any,
                 winners: dict[str, list] | None = None) -> Work:
     """What the timings stage times on this GPU (``have``: its results as stored now), in value order."""
     from ..tune.grid_timings import timing_batches
-    from .search_builtin import TIME_TOP, first_pairs, predicted_builtins
+    from .search_builtin import FAMILY_TOP, TIME_TOP, first_pairs, predicted_builtins
 
     timed = {(name, key) for name, k in have.timings.kernels.items() for key in k.ms}
     configs = kernels(args, job, foreign, winners)
@@ -93,7 +93,7 @@ def timing_work(args: argparse.Namespace, job: Any, foreign: Any, have: Any,
     first = {}
     if foreign is None:
         own = tuned_winners(job) if winners is None else winners
-        first = first_pairs(predicted_builtins(job.device, shapes, job.families, TIME_TOP), own)
+        first = first_pairs(predicted_builtins(job.device, shapes, job.families, TIME_TOP, per_family=FAMILY_TOP), own)
     batches = timing_batches(configs, shapes, job.device, skip=timed, only=only, first=first)
     return Work(configs, first, only, timed, batches)
 

@@ -38,6 +38,12 @@ from .policy import DEFAULT, Policy
 from .predict import max_resident, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
+# Least coefficient of each term (a, b, l, e, p): C tiles are written no faster than the DRAM bandwidth.
+# Fitted free, the C-tile term of the SIMT and wgmma kinds came out near 0 (deep-K times dominate the fit),
+# and on shallow K the model then ran C-bound kernels at half their time: 2273x4965x18 was predicted
+# 23.8 us and ran 48.9 us. With the floor, the out-of-the-box picks replayed on both Hopper GPUs' recorded
+# times have one shape under 0.8x cuBLAS instead of 7 and 9.
+FLOORS = (0.0, 0.0, 0.0, 1.0, 0.0)
 
 
 def kind(c: KernelConfig) -> str:
@@ -165,14 +171,15 @@ class Analytic:
 
 def fit_coefficients(timed: Iterable[tuple[KernelConfig, int, Mapping[Shape, float]]], spec: DeviceSpec,
                      base: float = BASE_MS) -> dict[str, tuple[float, ...]]:
-    """Per mainloop kind, the five non-negative coefficients that fit every measured time of every kernel
-    of that kind best (least squares on relative error), from (config, resident blocks or 0, ms by shape)
-    of kernels timed on ``spec``; rows not 16-byte aligned take no part (their factor is the dispatch's).
+    """Per mainloop kind, the five coefficients, each at least its :data:`FLOORS` value, that fit every
+    measured time of every kernel of that kind best (least squares on relative error), from (config,
+    resident blocks or 0, ms by shape) of kernels timed on ``spec``; rows not 16-byte aligned take no
+    part (their factor is the dispatch's).
 
     >>> from gemmgen.base.devices import known
     >>> from gemmgen.kernel.presets import preset
     >>> spec, c = known("h100"), preset("v10")
-    >>> truth = Analytic.make(c, spec, {"simt": (1.3, 0.2, 0.1, 0.0, 0.0)})
+    >>> truth = Analytic.make(c, spec, {"simt": (1.3, 0.2, 0.1, 1.5, 0.0)})
     >>> times = {Shape(n, n, k): truth.fitted(Shape(n, n, k)) for n in (512, 1024, 2048, 4096) for k in (256, 4096)}
     >>> refit = Analytic.make(c, spec, fit_coefficients([(c, 0, times)], spec))
     >>> max(abs(refit.fitted(s) / t - 1) for s, t in times.items()) < 0.01   # the terms overlap: the times, not the coefficients, come back
@@ -185,8 +192,10 @@ def fit_coefficients(timed: Iterable[tuple[KernelConfig, int, Mapping[Shape, flo
             if ms <= base or not aligned_for(config, s):
                 continue
             terms, fixed, _ = features(config, s, spec, most)
-            rows.setdefault(kind(config), []).append(([x / ms for x in terms], 1.0 - (base + fixed) / ms))
-    return {k: tuple(round(x, 4) for x in nonnegative_least_squares(r)[1]) for k, r in sorted(rows.items())}
+            floor = sum(f * x for f, x in zip(FLOORS, terms))   # fitted above the floors: x - floor >= 0
+            rows.setdefault(kind(config), []).append(([x / ms for x in terms], 1.0 - (base + fixed + floor) / ms))
+    return {k: tuple(round(x + f, 4) for x, f in zip(nonnegative_least_squares(r)[1], FLOORS))
+            for k, r in sorted(rows.items())}
 
 
 def log_error(models: Iterable[tuple[Analytic, Mapping[Shape, float]]]) -> float:

@@ -17,7 +17,7 @@ so a rerun skips the finished task and the tasks after it find its winner.
 ...               options={"sampler": "random"})
 >>> done = run_grid(job, TuneShape(job, measure_for), [0], mode="inline")
 >>> [(d.item.shape.key, d.result["stopped"], d.result["measured"]) for d in done]
-[('512x512x512/NN', 'budget', 16), ('256x256x256/NN', 'budget', 16)]
+[('512x512x512/NN', 'plateau', 15), ('256x256x256/NN', 'plateau', 15)]
 >>> [s.key for s, winner in job.neighbours_of(Task("simt", Shape(256, 256, 256)))]   # warm-started it
 ['512x512x512/NN']
 >>> job.pending()
