@@ -136,6 +136,24 @@ def test_warm_starts_begin_with_the_families_built_ins(tmp_path):
     assert "preset" in wanted[WARM_TOP][1] and simt[0].name not in {c.name for c, _ in wanted}
 
 
+def test_a_simt_study_warm_starts_the_interleaved_twin_of_each_built_in(tmp_path):
+    """On 1000^3 NN the H100's shipped results run 128x128x8 with the interleaved loop and two K slices
+    (0.99x cuBLAS, against 0.84x without the loop): a SIMT study enqueues each built-in's interleaved twin
+    right after it and, among the split-K variants, that kernel; a shape whose rows are not 16 bytes
+    apart gets no twin."""
+    job = _job(tmp_path, H100, [Shape(1000, 1000, 1000), Shape(1001, 1001, 1001)], families=("simt",))
+    for task in job.tasks():
+        builtins = warm_builtins(H100, [task])[task]
+        wanted = warm_configs(job.plan_for(task), [], builtins)
+        twins = [(i, c) for i, (c, a) in enumerate(wanted) if a["warm" if "warm" in a else "preset"].startswith("interleaved ")]
+        if task.shape.M % 4:
+            assert not twins and not any(c.interleave for c, _ in wanted)
+            continue
+        assert twins and all(c.interleave and wanted[i - 1][0].replace(interleave=True).name == c.name for i, c in twins)
+        names = [c.name for c, _ in wanted]
+        assert "gg_simt_nn_b128x128x8_w64x32i2x2_t4x4_v4_akp4s1_bp0s1_r8_s2r_fldspi_k2a_chk" in names[:16]
+
+
 def test_a_study_measures_its_built_ins_before_anything_else(tmp_path):
     job = _job(tmp_path, H100, [Shape(1024, 1024, 1024)], families=("tf32x3",))
     task = job.tasks()[0]
