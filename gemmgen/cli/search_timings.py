@@ -151,7 +151,7 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict, winne
     from ..tune.ahead import AHEAD, CompileAhead, cores
     from ..tune.grid_timings import TimeShape
     from ..tune.pool import run_on_devices
-    from .search_builtin import TIME_TOP
+    from .search_builtin import FAMILY_TOP, TIME_TOP
 
     if args.only_timed and Path(args.winners_from).resolve() == results_path(args, ctx["fp"]).resolve():
         raise ValueError(f"--only-timed re-times the pairs {args.winners_from} holds, and they count as timed "
@@ -161,7 +161,8 @@ def time_grid(args: argparse.Namespace, job: Any, foreign: Any, ctx: dict, winne
     batches, timed, only = work.batches, work.timed, work.only
     rep = args.rep_ms or REP_MS
     source = f"the kernels of {args.winners_from}" if foreign is not None else \
-        f"the winners and presets, and per shape the {TIME_TOP} built-ins predicted fastest, first with its own winners"
+        (f"the winners and presets, and per shape the {TIME_TOP} built-ins predicted fastest and each family's "
+         f"{FAMILY_TOP} fastest, first with its own winners")
     source += f"; per shape the {args.top} predicted fastest" if args.top else ""
     if args.only_timed:
         held = sum((name, key) in timed for key, names in only.items() for name in names)
