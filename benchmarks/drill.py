@@ -29,6 +29,16 @@ the cores the search leaves idle:
     python -m benchmarks.drill search --out runs/drill --budget 10m --detach
     python -m benchmarks.drill prebuild a c --out runs/drill --seed 7 --detach
 
+``step 1|2|3 --out OUT --seed S --pack FILE`` is the drill in three device calls of at most ten minutes,
+one command each: 1 starts the detached search and the prebuilds and waits out the call (``--until``,
+570 s), 2 waits for the search and times (c), (a) and (a) as sm_80, 3 times (b) and (b) as sm_80 and
+prints the summary; ``--pack`` writes OUT as a .tar.gz after each table, so a call cut short keeps what
+it measured:
+
+    python -m benchmarks.drill step 1 --out /tmp/drill --seed 7203
+    python -m benchmarks.drill step 2 --out /tmp/drill --seed 7203 --pack $OUT/drill.tgz
+    python -m benchmarks.drill step 3 --out /tmp/drill --seed 7203 --pack $OUT/drill.tgz
+
 ``--arch sm_80`` runs a situation with the planner kept to the kernels that architecture runs too
 (``GEMMGEN_POLICY=arch=sm_80``: an A100's families on this GPU) into OUT/<situation>-<arch>/; such a
 proxy's (b) must reach at least its (a) on each table. ``summary`` exits 1 where a measured target is
@@ -42,6 +52,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -127,6 +138,10 @@ def print_summary(table_rows: list[dict]) -> None:
 
 
 SEARCH = (sys.executable, "-m", "gemmgen", "search")   # what ``search`` runs (tests pass a stand-in)
+TARGETS = (sys.executable, "-m", "benchmarks.targets")   # what ``run`` runs
+DRILL = (sys.executable, "-m", "benchmarks.drill")       # what ``step 1`` starts the prebuilds with
+PROXY = ("sm_80", ("set", "simt"))                       # the A100 proxy and its tables
+UNTIL = 570.0   # step 1 returns this long after it started (a device call's 10 minutes, less the start)
 
 
 def search(out: Path, budget: str, detach: bool, program: tuple[str, ...] = SEARCH) -> int:
@@ -174,6 +189,69 @@ def prebuild(situations: list[str], tables: list[str], seeds: list[int], arch: s
     return max(codes, default=0)
 
 
+def run_tables(out: Path, situation: str, tables: list[str], seeds: list[int], results: Path | None = None,
+               arch: str = "", program: tuple[str, ...] = TARGETS) -> int:
+    """Time ``tables`` in ``situation`` (its environment) into OUT/<situation>[-<arch>]; the exit status."""
+    folder = situation + (f"-{arch}" if arch else "")
+    cmd = [*program, "run", "--out", str(out / folder), "--only", *tables] + [x for s in seeds for x in ("--seed", str(s))]
+    return subprocess.run(cmd, env=environment(situation, results, arch), cwd=HERE.parent).returncode
+
+
+def pack(out: Path, into: Path | None) -> None:
+    """OUT as a .tar.gz at ``into`` (written whole, then renamed), without SQLite journals and locks."""
+    if into is None:
+        return
+    part = into.with_name(into.name + ".part")
+    with tarfile.open(part, "w:gz") as tar:
+        tar.add(out, arcname=".", filter=lambda t: None if t.name.endswith((".db-journal", ".lock")) else t)
+    part.replace(into)
+
+
+def step(n: int, out: Path, seeds: list[int], budget: str = "10m", until: float = UNTIL, into: Path | None = None,
+         programs: dict | None = None) -> int:
+    """One device call of the drill (see the module's docstring); the worst exit status of what it ran.
+    ``programs``: stand-ins for "search", "targets" and "drill" (tests)."""
+    prog = {"search": SEARCH, "targets": TARGETS, "drill": DRILL, **(programs or {})}
+    t0 = time.monotonic()
+    said = lambda what: print(f"{what} at {time.monotonic() - t0:.0f} s", flush=True)
+    seed_args = [x for s in seeds for x in ("--seed", str(s))]
+    if n == 1:
+        search(out, budget, detach=True, program=prog["search"])
+        arch, tables = PROXY
+        for name, args in (("prebuild", ["a", "c"]), (f"prebuild-{arch}", ["a", "--arch", arch, "--only", *tables])):
+            spawn(out, name, [*prog["drill"], "prebuild", *args, "--out", str(out), *seed_args])
+        while time.monotonic() - t0 < until and not (out / "search.rc").exists():
+            time.sleep(min(2.0, max(until - (time.monotonic() - t0), 0.01)))
+        log = (out / "search.log").read_text(errors="replace").splitlines() if (out / "search.log").exists() else []
+        print("\n".join([line for line in log if not line.startswith("[")][:12] + log[-3:]))
+        said("search ended" if (out / "search.rc").exists() else "search running")
+        return 0
+    codes = []
+    if n == 2:
+        codes.append(wait(out, timeout=900.0))
+        said(f"search exit status {codes[-1]}")
+        arch, tables = PROXY
+        for situation, where, only in (("c", "", TABLES), ("a", "", TABLES), ("a", arch, tables)):
+            codes.append(run_tables(out, situation, list(only), seeds, arch=where, program=prog["targets"]))
+            pack(out, into)
+            said(f"{situation}{'-' + where if where else ''} done")
+        return max(codes)
+    arch, tables = PROXY
+    for where, only in (("", TABLES), (arch, tables)):
+        codes.append(run_tables(out, "b", list(only), seeds, out / "results", where, prog["targets"]))
+        pack(out, into)
+        said(f"b{'-' + where if where else ''} done")
+    try:
+        table_rows, ok = summary(out)
+    except ValueError as err:   # a table's file that is not one: one line naming it
+        print(f"summary: {err}", file=sys.stderr)
+        return 2
+    print_summary(table_rows)
+    (out / "summary.json").write_text(json.dumps({"tables": table_rows, "met": ok}, indent=1))
+    pack(out, into)
+    return max(codes)
+
+
 def wait(out: Path, timeout: float, poll: float = 2.0) -> int:
     """Wait for a detached search of ``out`` to write its exit status, at most ``timeout`` seconds (then
     1); its exit status. ValueError where no search was started there."""
@@ -211,6 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--seed", type=int, action="append", default=[], help="random shapes' seeds")
     build.add_argument("--arch", choices=list(ARCHS), metavar="sm_XX", help="(a) planned as on that architecture")
     build.add_argument("--detach", action="store_true", help="run on in the background; returns at once")
+    call = sub.add_parser("step", help="one device call of the whole drill: 1 search, 2 (c) (a), 3 (b) and the summary")
+    call.add_argument("n", type=int, choices=[1, 2, 3], metavar="STEP", help="1, 2 or 3")
+    call.add_argument("--out", type=Path, required=True, metavar="DIR")
+    call.add_argument("--seed", type=int, action="append", default=[], help="random shapes' seeds")
+    call.add_argument("--budget", default="10m", help="step 1: the search's --budget (default 10m)")
+    call.add_argument("--until", type=float, default=UNTIL, metavar="S",
+                      help=f"step 1: return this many seconds after starting, or when the search ends (default {UNTIL:.0f})")
+    call.add_argument("--pack", type=Path, metavar="FILE", help="write OUT as a .tar.gz here after each table")
     hold = sub.add_parser("wait", help="wait for a detached search and return its exit status")
     hold.add_argument("out", type=Path, metavar="DIR")
     hold.add_argument("--timeout", type=float, default=900.0, metavar="S")
@@ -223,11 +309,13 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--arch {args.arch}: a proxy runs (a) or (b); (c), the shipped results, is the GPU's own")
         if args.situation == "b" and (args.results is None or not args.results.is_dir()):
             ap.error(f"--results {args.results}: situation b needs the folder a search wrote")
-        folder = args.situation + (f"-{args.arch}" if args.arch else "")
-        cmd = [sys.executable, "-m", "benchmarks.targets", "run", "--out", str(args.out / folder),
-               "--only", *args.only] + [x for s in args.seed for x in ("--seed", str(s))]
-        env = environment(args.situation, args.results, args.arch or "")
-        return subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
+        return run_tables(args.out, args.situation, args.only, args.seed, args.results, args.arch or "")
+    if args.cmd == "step":
+        if args.n > 1 and not (args.out / "search.pid").exists() and not (args.out / "search.rc").exists():
+            ap.error(f"step {args.n}: {args.out} holds no search; step 1 starts it")
+        if args.pack is not None and not args.pack.parent.is_dir():
+            ap.error(f"--pack {args.pack}: no folder {args.pack.parent}")
+        return step(args.n, args.out, args.seed or list(targets.SEEDS), args.budget, args.until, args.pack)
     if args.cmd == "search":
         return search(args.out, args.budget, args.detach)
     if args.cmd == "prebuild":

@@ -6,7 +6,9 @@
 
 ``run`` calls benchmarks/matmul_vs_cublas.py once a table (its JSON to OUT/<table>.json, its printout to
 OUT/<table>.txt; an earlier JSON of the table is removed first), notes each table's commit (with
-"-dirty" where the tree differs from it), date and exit status in OUT/meta.json, then prints the
+"-dirty" where the tree differs from it), the hash of the code it ran (``tree_code``: the same at that
+commit's checkout, whatever git metadata a copy of the tree carried), date and exit status in
+OUT/meta.json, then prints the
 summary. Tables (TABLES below):
 
 - set: the 15 shapes of benchmarks/shapes.toml; its 12 NN rows judged (geomean >= 1.5x, none under 1.0x), and ``layouts``
@@ -25,6 +27,7 @@ table's run failed), 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import subprocess
@@ -72,6 +75,24 @@ def tree_commit(where: Path = HERE) -> str:
     found = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=where,
                            capture_output=True, text=True)
     return found.stdout.strip() if found.returncode == 0 else ""
+
+
+CODE = ("gemmgen", "templates", "search", "results")   # what decides the kernels a table runs
+
+
+def tree_code(root: Path = HERE.parent) -> str:
+    """12 hex digits of a SHA-256 over the files of :data:`CODE` (names and bytes, caches left out): the
+    code a run timed, whatever git metadata its copy of the tree carried. The same at a commit's checkout.
+
+    >>> len(tree_code()), tree_code() == tree_code()
+    (12, True)
+    """
+    digest = hashlib.sha256()
+    for top in CODE:
+        for path in sorted((root / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith((".pyc", ".lock")):
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def commands(names: list[str], out: Path, seeds: list[int], program: tuple[str, ...] = PROGRAM
@@ -201,7 +222,7 @@ def main(argv=None, program: tuple[str, ...] = PROGRAM) -> int:
         if folder.exists() and not folder.is_dir():
             ap.error(f"--out {str(folder)!r} is a file, not a folder")
         folder.mkdir(parents=True, exist_ok=True)
-        commit = tree_commit()
+        commit, code = tree_commit(), tree_code()
         meta_file = folder / "meta.json"
         try:
             meta = _read(meta_file) if meta_file.exists() else {}
@@ -215,7 +236,8 @@ def main(argv=None, program: tuple[str, ...] = PROGRAM) -> int:
                 rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=HERE.parent).returncode
             print(f"{source}: exit {rc} in {time.time() - t:.0f} s", file=sys.stderr, flush=True)
             failed += [source] if rc else []
-            meta.setdefault("runs", {})[source] = {"commit": commit or "?", "date": time.strftime("%Y-%m-%d"), "exit": rc}
+            meta.setdefault("runs", {})[source] = {"commit": commit or "?", "code": code, "date": time.strftime("%Y-%m-%d"),
+                                                   "exit": rc}
             meta_file.write_text(json.dumps(meta, indent=1))
         if failed:
             print(f"failed: {', '.join(failed)} (their printouts: {folder}/<table>.txt)", file=sys.stderr)

@@ -101,3 +101,48 @@ def test_prebuild_refuses_a_proxy_of_the_shipped_results(capsys):
     with pytest.raises(SystemExit):
         drill.main(["prebuild", "c", "--out", "x", "--arch", "sm_80"])
     assert "--arch sm_80" in capsys.readouterr().err
+
+
+def test_the_three_steps_run_the_whole_drill_and_pack_what_they_measured(tmp_path, capsys):
+    """Stand-ins for the search, the prebuilds and the tables: step 1 starts the search and both prebuilds
+    and returns once the search ends (before --until); step 2 times (c), (a) and the sm_80 proxy's (a),
+    step 3 (b) and its proxy, each into its folder with its environment, and both leave a tarball of
+    everything measured so far; step 3 ends with the summary."""
+    import tarfile
+
+    seen = tmp_path / "seen.jsonl"
+    search = (sys.executable, "-c", "import os, sys, time; time.sleep(0.5); "
+              "open(os.path.join(sys.argv[sys.argv.index('--results') + 1], 'x.json'), 'w').write('{}')")
+    record = ("import json, os, sys; open(%r, 'a').write(json.dumps({'argv': sys.argv[1:], "
+              "'shipped': os.environ.get('GEMMGEN_SHIPPED'), 'policy': os.environ.get('GEMMGEN_POLICY')}) + '\\n')")
+    prebuilds = (sys.executable, "-c", record % str(seen))
+    tables = (sys.executable, "-c", record % str(seen) + "\n"
+              "out = sys.argv[sys.argv.index('--out') + 1]; os.makedirs(out, exist_ok=True)\n"
+              "for t in sys.argv[sys.argv.index('--only') + 1:sys.argv.index('--seed')]:\n"
+              "    name = 'set' if t == 'layouts' else t\n"
+              "    rows = [{'shape': '64x64x64', 'layout': 'NN', 'ratio': 1.0 if 'sm_80' in out else 2.0, "
+              "'err_gemmgen': 1e-7, 'err_cublas': 1e-7}]\n"
+              "    open(os.path.join(out, name + '.json'), 'w').write(json.dumps({'rows': rows, 'complete': True}))")
+    programs = {"search": search, "drill": prebuilds, "targets": tables}
+    out, tgz = tmp_path / "drill", tmp_path / "drill.tgz"
+    assert drill.step(1, out, [7], until=30, programs=programs) == 0
+    assert (out / "search.rc").read_text().strip() == "0" and "search ended" in capsys.readouterr().out
+    assert drill.step(2, out, [7], into=tgz, programs=programs) == 0
+    with tarfile.open(tgz) as tar:
+        assert {"./c/set.json", "./a/random.json", "./a-sm_80/simt.json"} <= set(tar.getnames())
+    assert drill.step(3, out, [7], into=tgz, programs=programs) == 0
+    assert "(b-sm_80)" in capsys.readouterr().out and json.loads((out / "summary.json").read_text())["tables"]
+    with tarfile.open(tgz) as tar:
+        assert {"./b/outsider.json", "./b-sm_80/set.json", "./summary.json", "./results/x.json"} <= set(tar.getnames())
+    import time
+    for _ in range(100):   # the prebuilds run detached: give them a moment
+        runs = [json.loads(line) for line in seen.read_text().splitlines()]
+        if sum(r["argv"][:1] == ["prebuild"] for r in runs) == 2:
+            break
+        time.sleep(0.05)
+    pre = [r for r in runs if r["argv"][:1] == ["prebuild"]]
+    assert sorted(r["argv"][1:3] for r in pre) == [["a", "--arch"], ["a", "c"]]
+    timed = [(r["argv"][r["argv"].index("--out") + 1].rsplit("/", 1)[-1], r["shipped"], r["policy"])
+             for r in runs if r["argv"][:1] == ["run"]]
+    assert timed == [("c", None, None), ("a", "0", None), ("a-sm_80", "0", "arch=sm_80"),
+                     ("b", "0", None), ("b-sm_80", "0", "arch=sm_80")]
