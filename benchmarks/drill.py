@@ -198,45 +198,72 @@ def run_tables(out: Path, situation: str, tables: list[str], seeds: list[int], r
 
 
 def pack(out: Path, into: Path | None) -> None:
-    """OUT as a .tar.gz at ``into`` (written whole, then renamed), without SQLite journals and locks."""
+    """OUT as a .tar.gz at ``into`` (written whole, then renamed), without SQLite journals and locks and
+    without the archive itself where it lies inside OUT."""
     if into is None:
         return
     part = into.with_name(into.name + ".part")
+    mine = {into.resolve(), part.resolve()}
+
+    def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        if info.name.endswith((".db-journal", ".lock")) or (out / info.name).resolve() in mine:
+            return None
+        return info
     with tarfile.open(part, "w:gz") as tar:
-        tar.add(out, arcname=".", filter=lambda t: None if t.name.endswith((".db-journal", ".lock")) else t)
+        tar.add(out, arcname=".", filter=keep)
     part.replace(into)
 
 
+def _ended(path: Path) -> int | None:
+    """The exit status a detached run wrote to ``path``, or None while it runs."""
+    text = path.read_text().strip() if path.exists() else ""
+    return int(text) if text.lstrip("-").isdigit() else (1 if path.exists() else None)
+
+
 def step(n: int, out: Path, seeds: list[int], budget: str = "10m", until: float = UNTIL, into: Path | None = None,
-         programs: dict | None = None) -> int:
-    """One device call of the drill (see the module's docstring); the worst exit status of what it ran.
-    ``programs``: stand-ins for "search", "targets" and "drill" (tests)."""
+         programs: dict | None = None, patience: float = 240.0) -> int:
+    """One device call of the drill (see the module's docstring); the worst exit status of what it ran, 1
+    where a target is missed. Steps 2 and 3 time nothing while the search runs (the GPU is its): they
+    wait for it ``patience`` seconds at most, then return 1; step 2 also lets the prebuilds end first (at
+    most ``patience``), so no compiler shares the CPU with the timed tables. ``programs``: stand-ins for
+    "search", "targets" and "drill" (tests)."""
     prog = {"search": SEARCH, "targets": TARGETS, "drill": DRILL, **(programs or {})}
     t0 = time.monotonic()
     said = lambda what: print(f"{what} at {time.monotonic() - t0:.0f} s", flush=True)
     seed_args = [x for s in seeds for x in ("--seed", str(s))]
+    arch, tables = PROXY
+    builds = {"prebuild": ["a", "c"], f"prebuild-{arch}": ["a", "--arch", arch, "--only", *tables]}
     if n == 1:
         search(out, budget, detach=True, program=prog["search"])
-        arch, tables = PROXY
-        for name, args in (("prebuild", ["a", "c"]), (f"prebuild-{arch}", ["a", "--arch", arch, "--only", *tables])):
-            spawn(out, name, [*prog["drill"], "prebuild", *args, "--out", str(out), *seed_args])
-        while time.monotonic() - t0 < until and not (out / "search.rc").exists():
+        for name, args in builds.items():
+            (out / f"{name}.rc").unlink(missing_ok=True)
+            line = f"{shlex.join([*prog['drill'], 'prebuild', *args, '--out', str(out), *seed_args])}; " \
+                   f"echo $? > {shlex.quote(str(out / f'{name}.rc'))}"
+            spawn(out, name, ["sh", "-c", line])
+        while time.monotonic() - t0 < until and _ended(out / "search.rc") is None:
             time.sleep(min(2.0, max(until - (time.monotonic() - t0), 0.01)))
         log = (out / "search.log").read_text(errors="replace").splitlines() if (out / "search.log").exists() else []
         print("\n".join([line for line in log if not line.startswith("[")][:12] + log[-3:]))
-        said("search ended" if (out / "search.rc").exists() else "search running")
-        return 0
-    codes = []
+        rc = _ended(out / "search.rc")
+        said("search running" if rc is None else f"search ended, exit status {rc}")
+        return rc or 0
+    rc = wait(out, timeout=patience, poll=min(2.0, max(patience / 10, 0.05)))
+    if _ended(out / "search.rc") is None:
+        print(f"step {n}: the search is still running; nothing timed (run step {n} again)", file=sys.stderr)
+        return 1
+    said(f"search exit status {rc}")
+    codes = [rc]
     if n == 2:
-        codes.append(wait(out, timeout=900.0))
-        said(f"search exit status {codes[-1]}")
-        arch, tables = PROXY
+        end = time.monotonic() + patience
+        while any(_ended(out / f"{name}.rc") is None for name in builds if (out / f"{name}.log").exists()) \
+                and time.monotonic() < end:
+            time.sleep(1.0)
+        said("prebuilds ended")
         for situation, where, only in (("c", "", TABLES), ("a", "", TABLES), ("a", arch, tables)):
             codes.append(run_tables(out, situation, list(only), seeds, arch=where, program=prog["targets"]))
             pack(out, into)
             said(f"{situation}{'-' + where if where else ''} done")
         return max(codes)
-    arch, tables = PROXY
     for where, only in (("", TABLES), (arch, tables)):
         codes.append(run_tables(out, "b", list(only), seeds, out / "results", where, prog["targets"]))
         pack(out, into)
@@ -249,7 +276,7 @@ def step(n: int, out: Path, seeds: list[int], budget: str = "10m", until: float 
     print_summary(table_rows)
     (out / "summary.json").write_text(json.dumps({"tables": table_rows, "met": ok}, indent=1))
     pack(out, into)
-    return max(codes)
+    return max([*codes, 0 if ok else 1])
 
 
 def wait(out: Path, timeout: float, poll: float = 2.0) -> int:

@@ -77,12 +77,14 @@ def tree_commit(where: Path = HERE) -> str:
     return found.stdout.strip() if found.returncode == 0 else ""
 
 
-CODE = ("gemmgen", "templates", "search", "results")   # what decides the kernels a table runs
+CODE = ("gemmgen", "templates", "search", "results", "benchmarks")   # what decides what a table runs and times
+BUILT = (".pyc", ".pyo", ".cubin", ".lock", ".part", "~")        # outputs and leftovers, not code
 
 
 def tree_code(root: Path = HERE.parent) -> str:
-    """12 hex digits of a SHA-256 over the files of :data:`CODE` (names and bytes, caches left out): the
-    code a run timed, whatever git metadata its copy of the tree carried. The same at a commit's checkout.
+    """12 hex digits of a SHA-256 over the files of :data:`CODE` (names and bytes; caches, build outputs
+    and package metadata left out): the code a run timed, whatever git metadata its copy of the tree
+    carried. The same at a commit's checkout.
 
     >>> len(tree_code()), tree_code() == tree_code()
     (12, True)
@@ -90,7 +92,8 @@ def tree_code(root: Path = HERE.parent) -> str:
     digest = hashlib.sha256()
     for top in CODE:
         for path in sorted((root / top).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith((".pyc", ".lock")):
+            if (path.is_file() and not path.name.endswith(BUILT)
+                    and not any(p == "__pycache__" or p.endswith(".egg-info") for p in path.parts)):
                 digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 

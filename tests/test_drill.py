@@ -146,3 +146,26 @@ def test_the_three_steps_run_the_whole_drill_and_pack_what_they_measured(tmp_pat
              for r in runs if r["argv"][:1] == ["run"]]
     assert timed == [("c", None, None), ("a", "0", None), ("a-sm_80", "0", "arch=sm_80"),
                      ("b", "0", None), ("b-sm_80", "0", "arch=sm_80")]
+
+
+def test_a_step_times_nothing_while_the_search_runs_and_the_pack_holds_no_pack(tmp_path, capsys):
+    """Step 1 returns when --until passes with the search still running (exit 0) or with the search's
+    failing status once it ended; step 2 refuses to time while the search runs (the GPU is its); an
+    archive written inside OUT leaves itself out."""
+    import tarfile
+
+    slow = (sys.executable, "-c", "import time, sys; time.sleep(2); sys.exit(4)")
+    quiet = (sys.executable, "-c", "pass")
+    out = tmp_path / "drill"
+    assert drill.step(1, out, [7], until=0.3, programs={"search": slow, "drill": quiet}) == 0
+    assert "search running" in capsys.readouterr().out
+    assert drill.step(2, out, [7], programs={"targets": quiet}, patience=0.2) == 1
+    assert "still running; nothing timed" in capsys.readouterr().err and not (out / "c").exists()
+    assert drill.step(1, tmp_path / "again", [7], until=30, programs={"search": slow, "drill": quiet}) == 4
+    (out / "big.bin").write_bytes(b"x" * 200_000)
+    inside = out / "drill.tgz"
+    for _ in range(3):
+        drill.pack(out, inside)
+    with tarfile.open(inside) as tar:
+        assert "./drill.tgz" not in tar.getnames() and "./big.bin" in tar.getnames()
+    assert inside.stat().st_size < 150_000

@@ -172,15 +172,15 @@ def enqueue_warm(study: optuna.Study, plan: SearchPlan, neighbours: Sequence[tup
 def builtin_starts(plan: SearchPlan, builtins: Sequence[KernelConfig]) -> list[tuple[KernelConfig, dict]]:
     """The built-ins of the plan's family that run its shape, moved to its layout, each followed by its
     :func:`interleaved` twin: (config, user attrs)."""
-    out = []
+    out: dict[str, tuple[KernelConfig, dict]] = {}
     for config in builtins:
         moved = transfer(config, plan.shape, plan.device) if config.family == plan.space.family else None
         if moved is not None:
-            out.append((moved, {"warm": "built-in predicted fastest"}))
+            out.setdefault(moved.name, (moved, {"warm": "built-in predicted fastest"}))
             twin = interleaved(moved, plan.shape, plan.device)
             if twin is not None:
-                out.append((twin, {"warm": f"interleaved {moved.name}"}))
-    return out
+                out.setdefault(twin.name, (twin, {"warm": f"interleaved {moved.name}"}))
+    return list(out.values())
 
 
 def enqueue_builtins(study: optuna.Study, plan: SearchPlan, builtins: Sequence[KernelConfig]) -> list[str]:
