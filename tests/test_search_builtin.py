@@ -154,6 +154,24 @@ def test_a_simt_study_warm_starts_the_interleaved_twin_of_each_built_in(tmp_path
         assert "gg_simt_nn_b128x128x8_w64x32i2x2_t4x4_v4_akp4s1_bp0s1_r8_s2r_fldspi_k2a_chk" in names[:16]
 
 
+def test_a_warp_specialized_built_in_brings_its_persistent_twin_where_tiles_make_two_waves(tmp_path):
+    """The space draws no persistent scheduler; on large shallow products it is the best 3xTF32 kernel
+    of the Hopper GPUs' recorded times. A tf32x3 study of 2816x3072x16 (528 tiles of 128x128 on 132
+    SMs) enqueues, right after each warp-specialized built-in, that kernel walking its tiles with one
+    block an SM, as a whole config (the space cannot express it); 1000^3 (64 tiles) gets none."""
+    job = _job(tmp_path, H100, [Shape(2816, 3072, 16, "TT"), Shape(1000, 1000, 1000)], families=("tf32x3",))
+    for task in job.tasks():
+        plan = job.plan_for(task)
+        wanted = warm_configs(plan, [], warm_builtins(H100, [task])[task])
+        twins = [(i, c) for i, (c, a) in enumerate(wanted) if a.get("warm", "").startswith("persistent ")]
+        if task.shape.M == 1000:
+            assert not twins
+            continue
+        assert twins and all(c.scheduler == "persistent" and c.persistent_blocks == H100.sm_count for _, c in twins)
+        assert all(wanted[i - 1][0].warp_specialized and wanted[i - 1][0].scheduler == "plain" for i, _ in twins)
+        assert all(plan.space.params_of(c) is None for _, c in twins) and twins[0][0] < WARM_TOP + 2
+
+
 def test_a_study_measures_its_built_ins_before_anything_else(tmp_path):
     job = _job(tmp_path, H100, [Shape(1024, 1024, 1024)], families=("tf32x3",))
     task = job.tasks()[0]
