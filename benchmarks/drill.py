@@ -156,14 +156,20 @@ def search(out: Path, budget: str, detach: bool, program: tuple[str, ...] = SEAR
     cmd = [*program, "--budget", budget, "--results", str(results)]
     env = environment("b", results)
     if detach:   # the search, then its exit status into search.rc, in a session of its own
-        line = f"{shlex.join(cmd)}; echo $? > {shlex.quote(str(out / 'search.rc'))}"
-        pid = spawn(out, "search", ["sh", "-c", line], env)
+        pid = detached(out, "search", cmd, env)
         (out / "search.pid").write_text(str(pid))
         print(f"search running as pid {pid}; then: python -m benchmarks.drill wait {out}")
         return 0
     rc = subprocess.run(cmd, env=env, cwd=HERE.parent).returncode
     (out / "search.rc").write_text(str(rc))
     return rc
+
+
+def detached(out: Path, name: str, cmd: list[str], env: dict | None = None) -> int:
+    """:func:`spawn` ``cmd`` so that its exit status lands in out/<name>.rc when it ends (:func:`_ended`
+    reads it); its pid, at once."""
+    (out / f"{name}.rc").unlink(missing_ok=True)
+    return spawn(out, name, ["sh", "-c", f"{shlex.join(cmd)}; echo $? > {shlex.quote(str(out / f'{name}.rc'))}"], env)
 
 
 def spawn(out: Path, name: str, cmd: list[str], env: dict | None = None) -> int:
@@ -236,10 +242,7 @@ def step(n: int, out: Path, seeds: list[int], budget: str = "10m", until: float 
     if n == 1:
         search(out, budget, detach=True, program=prog["search"])
         for name, args in builds.items():
-            (out / f"{name}.rc").unlink(missing_ok=True)
-            line = f"{shlex.join([*prog['drill'], 'prebuild', *args, '--out', str(out), *seed_args])}; " \
-                   f"echo $? > {shlex.quote(str(out / f'{name}.rc'))}"
-            spawn(out, name, ["sh", "-c", line])
+            detached(out, name, [*prog["drill"], "prebuild", *args, "--out", str(out), *seed_args])
         while time.monotonic() - t0 < until and _ended(out / "search.rc") is None:
             time.sleep(min(2.0, max(until - (time.monotonic() - t0), 0.01)))
         log = (out / "search.log").read_text(errors="replace").splitlines() if (out / "search.log").exists() else []
@@ -285,12 +288,12 @@ def wait(out: Path, timeout: float, poll: float = 2.0) -> int:
     if not (out / "search.pid").exists() and not (out / "search.rc").exists():
         raise ValueError(f"{out}: no search was started here (python -m benchmarks.drill search --out {out} ...)")
     end = time.monotonic() + timeout
-    while not (out / "search.rc").exists():
+    while (rc := _ended(out / "search.rc")) is None:
         if time.monotonic() > end:
             print(f"{out}: the search is still running after {timeout:.0f} s", file=sys.stderr)
             return 1
         time.sleep(poll)
-    return int((out / "search.rc").read_text().strip() or 1)
+    return rc
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -150,7 +150,7 @@ def measure(M: int, N: int, K: int, layout: str, rep_ms: float, family: str | No
     spec = detect(cupy.cuda.Device().id)
     t_gg, t_cb = bench_interleaved([run_gg, run_cb], L2Flusher(spec.l2_bytes), rep_ms=rep_ms)
     # the library matmul ran with, plans cached: gemmgen.load() would build another and fit its time
-    # models anew on every row (2-3 s a row with the shipped results)
+    # models anew on every row
     lib = library_for(cupy.cuda.Device().id, False)
     kernel, copy_a, copy_b = lib.plan_for(M, N, K, layout, *leading_dims(A, B, layout), N, family=family)
     name, family_ran = kernel.name, kernel.family

@@ -137,10 +137,9 @@ def test_warm_starts_begin_with_the_families_built_ins(tmp_path):
 
 
 def test_a_simt_study_warm_starts_the_interleaved_twin_of_each_built_in(tmp_path):
-    """On 1000^3 NN the H100's shipped results run 128x128x8 with the interleaved loop and two K slices
-    (0.99x cuBLAS, against 0.84x without the loop): a SIMT study enqueues each built-in's interleaved twin
-    right after it and, among the split-K variants, that kernel; a shape whose rows are not 16 bytes
-    apart gets no twin."""
+    """A SIMT study enqueues each built-in's interleaved twin right after it and, among the split-K
+    variants, the interleaved 128x128x8 tile with two K slices; a shape whose rows are not 16 bytes apart
+    gets no twin."""
     job = _job(tmp_path, H100, [Shape(1000, 1000, 1000), Shape(1001, 1001, 1001)], families=("simt",))
     for task in job.tasks():
         builtins = warm_builtins(H100, [task])[task]

@@ -440,9 +440,9 @@ def test_invalid_draws_names_the_rules_that_reject():
 @pytest.mark.parametrize("gpu", ["h100", "rtx3090", "t4"])
 def test_the_interleaved_simt_loop_is_reached_by_a_short_search(gpu):
     """The interleaved loop needs four other choices (two stages through registers, fragment prefetch,
-    shared-memory fragments): drawn freely they met in about 1% of draws, so a search of 20 trials a shape
-    never tried it, while it is the SIMT kernel of the shipped results on 1000^3 and 1024^3. Drawn first,
-    it fixes them, and a sixth of the draws or more are valid interleaved kernels; Turing draws no cp.async."""
+    shared-memory fragments): drawn freely they seldom meet, so a short search never tried it. Drawn
+    first, it fixes them, and a sixth of the draws or more are valid interleaved kernels; Turing draws no
+    cp.async."""
     device = known(gpu)
     space = load_space("simt", device.arch, device=device)
     rng = __import__("random").Random(3)

@@ -42,8 +42,8 @@ def predicted_builtins(spec: Any, shapes: Sequence[Any], families: Sequence[str]
         order = [f for _, f in ranked(by_layout[s.layout], s.M, s.N, s.K, s.layout)]
         best = order[:k]
         for fam in dict.fromkeys(f.config.family for f in order) if per_family else ():
-            best += [f for f in order if f.config.family == fam and f not in best][:max(0, per_family - sum(
-                f.config.family == fam for f in best))]
+            missing = per_family - sum(f.config.family == fam for f in best)
+            best += [f for f in order[k:] if f.config.family == fam][:max(0, missing)]
         out[s.key] = [f.config.in_layout(s.layout, label="") for f in best]
     return out
 

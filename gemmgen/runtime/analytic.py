@@ -39,10 +39,7 @@ from .predict import max_resident, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
 # Least coefficient of each term (a, b, l, e, p): C tiles are written no faster than the DRAM bandwidth.
-# Fitted free, the C-tile term of the SIMT and wgmma kinds came out near 0 (deep-K times dominate the fit),
-# and on shallow K the model then ran C-bound kernels at half their time: 2273x4965x18 was predicted
-# 23.8 us and ran 48.9 us. With the floor, the out-of-the-box picks replayed on both Hopper GPUs' recorded
-# times have one shape under 0.8x cuBLAS instead of 7 and 9.
+# Fitted free, deep-K times dominate and the C-tile term goes to 0, so shallow-K times come out too short.
 FLOORS = (0.0, 0.0, 0.0, 1.0, 0.0)
 
 

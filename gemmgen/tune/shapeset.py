@@ -92,8 +92,7 @@ def _regime_shapes(device: DeviceSpec) -> dict[str, list[tuple[int, int, int]]]:
         "shallow-k": [(*w4, 64), (*w2, 128), (*w1, 32), (*w4, 16), (4096, 4096, 128), (*w2, 96), (8192, 2048, 48)],
         "small": [(512, 512, 512), (256, 256, 256), (128, 128, 128), (512, 256, 128), (64, 64, 64), (32, 32, 32),
                   (16, 16, 16)],
-        # 1000^3 first, so in NN: the commonest odd size in the commonest layout (tuned in NT, the SIMT
-        # winner there ran NN 1000^3 at 0.84x cuBLAS where the NN study's winner runs 1.00x, on the H100)
+        # 1000^3 first, so in NN: the commonest odd size in the commonest layout, whose winner rarely transfers
         "ragged": [(1000, 1000, 1000), (w1[0] - 3, w1[1] + 5, 1023), (w2[0] + 7, w2[1] - 1, 777),
                    (3001, 2999, 1499), (w4[0] - 9, w4[1] + 3, 513), (1531, 1023, 2047), (4095, 4097, 4099)],
     }

@@ -68,8 +68,7 @@ def interleaved(config: KernelConfig, shape: Shape, device: DeviceSpec) -> Kerne
     """The SIMT config with the interleaved loop, where it has the loop's other choices (two stages through
     registers, prefetched shared-memory fragments) and the twin runs the shape (rows 16 bytes apart);
     else None. The built-ins come from tuned GPUs' times, where the interleaved kernels ran only the
-    aligned shapes and so seldom won a place, yet on aligned NN shapes they are the fastest SIMT loop
-    (1000^3 on the H100: 0.99x cuBLAS interleaved, 0.84x not).
+    aligned shapes and so seldom won a place, yet on aligned NN shapes they are the fastest SIMT loop.
 
     >>> from gemmgen.base.devices import known
     >>> from gemmgen.kernel.presets import preset
@@ -89,9 +88,8 @@ def persistent(config: KernelConfig, shape: Shape, device: DeviceSpec) -> Kernel
     """The warp-specialized config walking the tiles of C in a persistent grid of one block an SM, where
     the shape has two waves of its tiles or more (each block then overlaps one tile's epilogue with the
     next tile's loads) and a variant with as many stages as the config or fewer runs it (its C staging tile
-    takes shared memory); else None. The search space does not draw the persistent scheduler, and on the
-    Hopper GPUs' recorded times it is the best 3xTF32 kernel of large shallow products: 4500x3800x21 at
-    1.24-1.34x cuBLAS on the H100 against 0.98-1.08x for the best kernel with a block a tile.
+    takes shared memory); else None. The search space does not draw the persistent scheduler, and it is
+    the fastest 3xTF32 schedule of large shallow products, whose time is mostly epilogues.
 
     >>> from gemmgen.base.devices import known
     >>> from gemmgen.kernel.presets import preset
@@ -160,7 +158,7 @@ def space_presets(space: Space, arch: str) -> list[KernelConfig]:
 def warm_configs(plan: SearchPlan, neighbours: Sequence[tuple[Shape, KernelConfig]],
                  builtins: Sequence[KernelConfig] = ()) -> list[tuple[KernelConfig, dict]]:
     """What a shape's study enqueues, in order, as (config, user attrs): ``builtins`` (the built-in
-    kernels predicted fastest on the shape: ``warm``), each followed by its :func:`interleaved` twin, the
+    kernels predicted fastest on the shape: ``warm``), each followed by its twin (:func:`builtin_starts`), the
     space's presets (``preset``: its label), the neighbours' winners and the split-K variants (``warm``:
     why), each once where it runs the shape.
 
