@@ -343,6 +343,54 @@ def _leave_one_out(recorded: Timings, policy=DEFAULT) -> dict[str, float]:
     return regret
 
 
+SHALLOW_ONLY = Path(__file__).parent / "data" / "h100_shallow_only.json"   # recorded by a 10-minute search
+
+
+def test_a_tensor_core_kernel_timed_on_one_shallow_shape_is_no_faster_than_its_tensor_cores_elsewhere():
+    """H100, two kernels a search recorded: a split-K 8 64x64 mma.sync 3xTF32 kernel timed only on
+    256^3 (one K step a slice: its fit cannot tell the per-step cost from the per-block one) and a
+    128x128 warp-specialized wgmma kernel timed on 41 shapes. Without a bound the first is predicted
+    several times faster than its tensor cores can multiply on deep shapes and wins them; with the
+    per-step part held at least at the datasheet's mma.sync rate (least_step), the measured kernel
+    keeps them, and the first still serves the shape it was timed on."""
+    recorded = Timings.from_dict(json.loads(SHALLOW_ONLY.read_text()))
+    shallow = next(k.config for k in recorded.kernels.values() if k.config.split_k == 8)
+
+    def pick(policy, M, N, K):
+        lib = KernelLibrary(H100, {}, None, True, recorded, policy)
+        plan = lib.planner.plan(Request(M, N, K, "NN", K, N, N), ("timed",))
+        return plan.fit, plan.kernel_ms
+
+    deep = [(8192, 8192, 8192), (2048, 2048, 16384), (128, 4096, 4096)]
+    for M, N, K in deep:
+        fit, ms = pick(DEFAULT, M, N, K)
+        assert fit.config.name != shallow.name
+        a, _, _, _ = counts(shallow, Shape(M, N, K), H100.sm_count)
+        floor = predict.least_step(shallow, H100) * a
+        unbounded, _ = pick(DEFAULT.replace(mma_floor=0), M, N, K)
+        assert unbounded.config.name == shallow.name and unbounded.fitted(Shape(M, N, K)) < floor   # the trap
+        assert fit.fitted(Shape(M, N, K)) >= predict.least_step(fit.config, H100) * counts(fit.config, Shape(M, N, K), 132)[0]
+    assert pick(DEFAULT, 256, 256, 256)[0].config.name == shallow.name
+    assert predict.least_step(shallow, H100) == pytest.approx(3 * 64 * 64 * 32 / (H100.tf32_mma_tflops * 1e9 / 2 / 132))
+    assert predict.least_step(preset("v10"), H100) == 0.0 and predict.least_step(shallow, known("t4")) == 0.0
+
+
+def test_a_kernel_of_one_or_two_measured_shapes_is_trusted_only_near_them():
+    """Away from its measurements a kernel's prediction takes ``extrapolated``; with fewer than
+    ``sparse_points`` measurements also ``sparse`` (a search's winner timed on its own shape alone: one
+    shape fixes no per-step cost), on the share above the launch base. Near a measurement, or with enough
+    of them, nothing is added."""
+    one = {Shape(1024, 1024, 1024): synthetic(BIG, Shape(1024, 1024, 1024))}
+    far, near = Shape(4096, 4096, 8192), Shape(1024, 1024, 1100)
+    lone, plain = Fitted.fit(BIG, one, H100), Fitted.fit(BIG, one, H100, policy=DEFAULT.replace(sparse=0))
+    ratio = (1 + DEFAULT.extrapolated + DEFAULT.sparse) / (1 + DEFAULT.extrapolated)
+    assert lone.predict(far) == pytest.approx(plain.predict(far) * ratio, rel=1e-9) and ratio > 1.5
+    assert lone.predict(near) == pytest.approx(plain.predict(near), rel=1e-12)
+    many = {s: synthetic(BIG, s) for s in GRID}
+    assert Fitted.fit(BIG, many, H100).predict(far) == pytest.approx(
+        Fitted.fit(BIG, many, H100, policy=DEFAULT.replace(sparse=0)).predict(far), rel=1e-12)
+
+
 def test_leave_one_out_on_the_shipped_h100_tn_grid_finds_latency_bound_launches():
     """H100, the 60 TN kernels of the shipped results (with their resident blocks) on their 20 grid
     shapes. 128x4096x4096 on 64x64 tiles is one block per SM for 128 K steps: the two-term model, fitted

@@ -35,46 +35,12 @@ from ..kernel.config import KernelConfig
 from .counts import aligned_for, counts, rounds_steps
 from .nnls import nonnegative_least_squares
 from .policy import DEFAULT, Policy
-from .predict import max_resident, unaligned_factor
+from .predict import fma_rate, kind, max_resident, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
 # Least coefficient of each term (a, b, l, e, p): C tiles are written no faster than the DRAM bandwidth.
 # Fitted free, deep-K times dominate and the C-tile term goes to 0, so shallow-K times come out too short.
 FLOORS = (0.0, 0.0, 0.0, 1.0, 0.0)
-
-
-def kind(c: KernelConfig) -> str:
-    """The mainloop kind whose coefficients a config takes: simt, skinny (FP32 FMA loops), sync
-    (mma.sync), wgmma (Hopper's warpgroup MMA, one block of warps) or ws (wgmma fed by a producer
-    warpgroup).
-
-    >>> from gemmgen.kernel.presets import preset
-    >>> [kind(preset(p)) for p in ("v10", "tf32x3", "tf32x3-wgmma", "tf32x3-ws", "skinny")]
-    ['simt', 'sync', 'wgmma', 'ws', 'skinny']
-    """
-    if c.family in ("simt", "skinny"):
-        return c.family
-    if c.uses_wgmma:
-        return "ws" if c.warp_specialized else "wgmma"
-    return "sync"
-
-
-def fma_rate(c: KernelConfig, spec: DeviceSpec) -> float:
-    """FMAs per millisecond one SM issues for ``c``'s products at the boost clock: its FP32 lanes, or its
-    tensor cores' TF32 rate (0 where the GPU has none for that kind).
-
-    >>> from gemmgen.base.devices import known
-    >>> from gemmgen.kernel.presets import preset
-    >>> round(fma_rate(preset("v10"), known("h100")) / 1980e3), round(fma_rate(preset("tf32x3"), known("h100")) / 1980e3)
-    (128, 512)
-    >>> fma_rate(preset("tf32x3"), known("t4"))     # Turing: no TF32 tensor cores
-    0.0
-    """
-    k = kind(c)
-    if k in ("simt", "skinny"):
-        return spec.fma_lanes * spec.clock_mhz * 1e3
-    tflops = spec.wgmma_tf32_tflops if k in ("wgmma", "ws") else spec.tf32_mma_tflops
-    return tflops * 1e9 / 2 / spec.sm_count   # FLOP/s of the GPU -> FMAs a millisecond of one SM
 
 
 def bandwidth(spec: DeviceSpec) -> float:

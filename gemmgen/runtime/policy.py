@@ -40,12 +40,17 @@ class Policy:
     unaligned_simt: float = 1.1     # ... in a SIMT kernel, which loads through registers and is bound by its FMAs
                                     # (its unaligned H100 timings ran a median 1.02x its fit on aligned ones)
     extrapolated: float = 0.2       # share added to a prediction with no measurement of its regime near
+    sparse: float = 1.0             # share added, beside `extrapolated`, where the kernel has fewer than `sparse_points`
+    sparse_points: int = 3          # measurements: one or two shapes fix no per-step cost (a search's winner timed on
+                                    # its own shape alone extrapolates its fit to every other)
     reach: float = 0.5              # share added per doubling of K steps beyond the most any measurement of the kernel
                                     # ran, up to `steady` steps: a kernel timed only on shallow K has its per-step cost unseen
     steady: int = 16                # K steps after which a pipeline runs its steady state
     fma_floor: float = 1.35         # the least a block-step of an FMA kernel costs, as a multiple of its FMAs at the SM's
                                     # peak; 0: no floor (no FMA loop issues at the peak: at 1.0 a split SIMT TT tile
                                     # fitted on shallow K won deep TT plans and ran 0.81-0.90x cuBLAS)
+    mma_floor: float = 1.0          # ... of a TF32 tensor-core kernel, as a multiple of its MMAs at the datasheet's
+                                    # mma.sync or wgmma rate; 0: no floor
     max_resident: int = 8           # the most blocks per SM the fit tries (1: no latency term)
     min_points: int = 4             # fewer measurements to fit: no latency term
     closer: float = 0.98            # a larger `resident` must fit this much better (sum of squares) to be taken

@@ -18,7 +18,9 @@ under 5.3). ``u``, ``w``, ``v`` >= 0 are fitted per kernel to its measured times
 relative error, for each ``resident`` from 1 (no latency term) to the kernel's resident blocks per SM
 (:func:`max_resident`: recorded with the timings, or what is sure from shared memory, threads and launch
 bounds), keeping the best; for the wgmma kernels (:func:`latency_bound`), the SIMT ones (``latency_simt``);
-the others keep ``w = 0``. The fit is then corrected by the
+the others keep ``w = 0``. The per-step part (``u * waves * steps + w * rounds * steps + v * waves``) is
+never less than ``least * waves * steps``, the TF32 tensor cores' time for the busiest SM's multiply-adds
+(:func:`least_step`): a kernel timed only on a shallow shape cannot tell ``u`` from ``v``. The fit is then corrected by the
 measured/fitted ratios of nearby measured shapes (Gaussian weights over log-distance in M, N, K), so the
 prediction on a measured shape is that measurement, and between shapes it follows the counts. Measurements where
 split-K slices go empty (fewer K steps than slices: :func:`empty_slices`) take no part in the fit (their time is
@@ -41,7 +43,7 @@ the regime (:func:`aligned_for`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 from ..base.devices import DeviceSpec
@@ -94,25 +96,92 @@ def max_resident(c: KernelConfig, spec: DeviceSpec, recorded: int = 0, policy: P
                       policy.max_resident))
 
 
+def kind(c: KernelConfig) -> str:
+    """The mainloop kind whose coefficients a config takes: simt, skinny (FP32 FMA loops), sync
+    (mma.sync), wgmma (Hopper's warpgroup MMA, one block of warps) or ws (wgmma fed by a producer
+    warpgroup).
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> [kind(preset(p)) for p in ("v10", "tf32x3", "tf32x3-wgmma", "tf32x3-ws", "skinny")]
+    ['simt', 'sync', 'wgmma', 'ws', 'skinny']
+    """
+    if c.family in ("simt", "skinny"):
+        return c.family
+    if c.uses_wgmma:
+        return "ws" if c.warp_specialized else "wgmma"
+    return "sync"
+
+
+def fma_rate(c: KernelConfig, spec: DeviceSpec) -> float:
+    """FMAs per millisecond one SM issues for ``c``'s products at the boost clock: its FP32 lanes, or its
+    tensor cores' TF32 rate (0 where the GPU has none for that kind).
+
+    >>> from gemmgen.base.devices import known
+    >>> from gemmgen.kernel.presets import preset
+    >>> round(fma_rate(preset("v10"), known("h100")) / 1980e3), round(fma_rate(preset("tf32x3"), known("h100")) / 1980e3)
+    (128, 512)
+    >>> fma_rate(preset("tf32x3"), known("t4"))     # Turing: no TF32 tensor cores
+    0.0
+    """
+    k = kind(c)
+    if k in ("simt", "skinny"):
+        return spec.fma_lanes * spec.clock_mhz * 1e3
+    tflops = spec.wgmma_tf32_tflops if k in ("wgmma", "ws") else spec.tf32_mma_tflops
+    return tflops * 1e9 / 2 / spec.sm_count   # FLOP/s of the GPU -> FMAs a millisecond of one SM
+
+
+
+def peak_step(c: KernelConfig, spec: DeviceSpec) -> float:
+    """ms one block-step of ``c``'s multiply-adds (BM x BN x BK, three passes for 3xTF32) takes its SM at
+    the peak rate for them (:func:`fma_rate`); 0 for the half-precision family, whose rate the table does
+    not hold, and GPUs of unknown clock.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> from gemmgen.base.devices import known
+    >>> round(peak_step(preset("v10"), known("h100")) * 1e6, 1)     # 128 x 128 x 8 FMAs at 128 lanes, 1980 MHz
+    517.2
+    >>> round(peak_step(preset("tf32x3"), known("h100")) * 1e6, 1)  # 3 x 128 x 128 x 16 MMAs at 512 a clock
+    775.8
+    """
+    if c.family not in ("simt", "skinny", "tf32", "tf32x3") or spec.clock_mhz <= 0:
+        return 0.0
+    rate = fma_rate(c, spec)
+    passes = 3 if c.family == "tf32x3" else 1
+    return passes * c.BM * c.BN * c.BK / rate if rate > 0 else 0.0
+
+
 def step_floor(c: KernelConfig, spec: DeviceSpec, policy: Policy = DEFAULT) -> float:
-    """The least one block-step of ``c`` can cost its SM (ms): ``policy.fma_floor`` times its BM x BN x BK FMAs at
-    the SM's peak FP32 rate (:attr:`DeviceSpec.fma_lanes` a clock at the boost clock), for the kernels
-    whose products are FP32 FMAs (simt, skinny); 0 for the tensor-core ones and GPUs of unknown clock.
-    The fit's ``u`` is held at or above it: fitted on shapes of a few K steps, where the per-block term
-    carries the time, a kernel's ``u`` went below what the SM can do (H100: a split-K 64x32x8 TT kernel timed
-    on K <= 1100 at full waves fitted u = 0.046 us, 70% of the 0.065 us floor, and ran 3818x61x7216 in
-    130 us where it was predicted 89 and the kernel it displaced ran 59).
+    """The least one block-step of ``c`` can cost its SM (ms) in the fit: ``policy.fma_floor`` times its
+    FMAs at the SM's peak (:func:`peak_step`), for the kernels whose products are FP32 FMAs (simt, skinny);
+    0 for the tensor-core ones (bounded in the prediction instead: :attr:`Fitted.least`). The fit's
+    ``u`` is held at or above it: fitted on shapes of a few K steps, where the per-block term carries the
+    time, a kernel's ``u`` went below what the SM can do and won deep plans it ran 1.5x slower than predicted.
 
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.base.devices import known
     >>> round(step_floor(preset("v10"), known("h100")) * 1e6, 1), step_floor(preset("tf32x3-wgmma"), known("h100"))
     (698.2, 0.0)
-
-    (1.35 x 517.2 ns: 128 x 128 x 8 FMAs at 128 lanes and 1980 MHz.)
     """
-    if c.family not in ("simt", "skinny") or spec.clock_mhz <= 0 or policy.fma_floor <= 0:
+    if c.family not in ("simt", "skinny") or policy.fma_floor <= 0:
         return 0.0
-    return policy.fma_floor * c.BM * c.BN * c.BK / (spec.fma_lanes * spec.clock_mhz * 1e3)
+    return policy.fma_floor * peak_step(c, spec)
+
+
+def least_step(c: KernelConfig, spec: DeviceSpec, policy: Policy = DEFAULT) -> float:
+    """The least one block-step of a TF32 tensor-core kernel costs its SM in a prediction (ms):
+    ``policy.mma_floor`` times its MMAs at the datasheet's mma.sync or wgmma rate (:func:`peak_step`); 0 for
+    the other families. A kernel timed only on shapes of a few K steps has its per-step cost unseen: its
+    fit can put the time in the per-block term and predict deep shapes faster than the tensor cores
+    multiply. Held in the prediction, not the fit, since the latency term shares the per-step time there.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> from gemmgen.base.devices import known
+    >>> round(least_step(preset("tf32x3"), known("h100")) * 1e6, 1), least_step(preset("v10"), known("h100"))
+    (775.8, 0.0)
+    """
+    if c.family not in ("tf32", "tf32x3") or policy.mma_floor <= 0:
+        return 0.0
+    return policy.mma_floor * peak_step(c, spec)
 
 
 def unaligned_factor(c: KernelConfig, policy: Policy = DEFAULT) -> float:
@@ -157,6 +226,7 @@ class Fitted:
     reach: float = 0.0               # the most K steps (of a slice) any measurement ran, of either alignment
                                      # class (those with empty split-K slices aside); 0: unknown
     policy: Policy = DEFAULT         # the model's thresholds (width, prior, unaligned guesses, ...)
+    least: float = 0.0               # the least a block-step costs (ms): :func:`least_step`
 
     @classmethod
     def fit(cls, config: KernelConfig, measured: Mapping[Shape, float], spec: DeviceSpec,
@@ -192,20 +262,21 @@ class Fitted:
         _, u, w, v, resident = best
         u += floor
         reach = max((a / b for a, b, _, _ in counted.values()), default=0.0)
-        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base, 0.0, policy)
+        probe = cls(config, u, v, (), spec.sm_count, bw, 1.0, w, resident, base, 0.0, policy,
+                    least_step(config, spec, policy))
         points = tuple(Point(s, t, t / probe.fitted(s), aligned_for(config, s)) for s, t in measured.items())
-        return cls(config, u, v, points, spec.sm_count, bw, 1.0, w, resident, base, reach, policy)
+        return replace(probe, points=points, reach=reach)
 
     def serving(self, layout: str, factor: float) -> "Fitted":
         """This kernel's model for its config in another layout, ``factor`` times its time."""
-        return Fitted(self.config.in_layout(layout), self.u, self.v, self.points, self.sm_count,
-                      self.bandwidth, factor, self.w, self.resident, self.base, self.reach, self.policy)
+        return replace(self, config=self.config.in_layout(layout), factor=factor)
 
     def fitted(self, s: Shape) -> float:
         """The model's time on shape s (ms), before the correction."""
         a, b, r, n = counts(self.config, s, self.sm_count)
         lat = latency_steps(self.config, s, self.sm_count, self.resident) if self.w else 0.0
-        return max(self.base + self.u * a + self.w * lat + self.v * b + r / self.bandwidth + n * self.policy.launch_ms, 1e-6)
+        fixed = self.base + r / self.bandwidth + n * self.policy.launch_ms
+        return max(fixed + max(self.u * a + self.w * lat + self.v * b, self.least * a), 1e-6)
 
     def measured_near(self, s: Shape, is_aligned: bool) -> bool:
         """Whether measurements of s's alignment class lie near s (weight above one half): the prediction
@@ -224,8 +295,9 @@ class Fitted:
         if exact is not None:
             return self._scaled(exact, 1.0)
         near = den > 0.5   # measurements of this regime near s; else the fit's extrapolation
+        sparse = self.policy.sparse if len(self.points) < self.policy.sparse_points else 0.0
         penalty = ((1.0 if is_aligned or near else unaligned_factor(self.config, self.policy))
-                   * (1.0 if near else 1.0 + self.policy.extrapolated))
+                   * (1.0 if near else 1.0 + self.policy.extrapolated + sparse))
         return self._scaled(self.fitted(s) * num / den, penalty * self.deeper(s))
 
     def deeper(self, s: Shape) -> float:
