@@ -199,7 +199,7 @@ def run_tables(out: Path, situation: str, tables: list[str], seeds: list[int], r
                arch: str = "", program: tuple[str, ...] = TARGETS) -> int:
     """Time ``tables`` in ``situation`` (its environment) into OUT/<situation>[-<arch>]; the exit status."""
     folder = situation + (f"-{arch}" if arch else "")
-    cmd = [*program, "run", "--out", str(out / folder), "--only", *tables] + [x for s in seeds for x in ("--seed", str(s))]
+    cmd = [*program, "run", "--out", str(out / folder), "--only", *tables, *targets.seed_flags(seeds)]
     return subprocess.run(cmd, env=environment(situation, results, arch), cwd=HERE.parent).returncode
 
 
@@ -236,13 +236,12 @@ def step(n: int, out: Path, seeds: list[int], budget: str = "10m", until: float 
     prog = {"search": SEARCH, "targets": TARGETS, "drill": DRILL, **(programs or {})}
     t0 = time.monotonic()
     said = lambda what: print(f"{what} at {time.monotonic() - t0:.0f} s", flush=True)
-    seed_args = [x for s in seeds for x in ("--seed", str(s))]
     arch, tables = PROXY
     builds = {"prebuild": ["a", "c"], f"prebuild-{arch}": ["a", "--arch", arch, "--only", *tables]}
     if n == 1:
         search(out, budget, detach=True, program=prog["search"])
         for name, args in builds.items():
-            detached(out, name, [*prog["drill"], "prebuild", *args, "--out", str(out), *seed_args])
+            detached(out, name, [*prog["drill"], "prebuild", *args, "--out", str(out), *targets.seed_flags(seeds)])
         while time.monotonic() - t0 < until and _ended(out / "search.rc") is None:
             time.sleep(min(2.0, max(until - (time.monotonic() - t0), 0.01)))
         log = (out / "search.log").read_text(errors="replace").splitlines() if (out / "search.log").exists() else []

@@ -98,6 +98,15 @@ def tree_code(root: Path = HERE.parent) -> str:
     return digest.hexdigest()[:12]
 
 
+def seed_flags(seeds: list[int]) -> list[str]:
+    """``--seed S`` for each seed, the random tables' arguments.
+
+    >>> seed_flags([3, 5])
+    ['--seed', '3', '--seed', '5']
+    """
+    return [a for s in seeds for a in ("--seed", str(s))]
+
+
 def commands(names: list[str], out: Path, seeds: list[int], program: tuple[str, ...] = PROGRAM
              ) -> list[tuple[str, list[str]]]:
     """(source, argv) of each run the tables ``names`` need, each source once, in TABLES' order; ``program``
@@ -110,7 +119,7 @@ def commands(names: list[str], out: Path, seeds: list[int], program: tuple[str, 
     for source in sources:
         args = list(TABLES[source].args)
         if "--random" in args:
-            args += [a for s in seeds for a in ("--seed", str(s))]
+            args += seed_flags(seeds)
         runs.append((source, [*program, *args, "--json", str(out / f"{source}.json")]))
     return runs
 

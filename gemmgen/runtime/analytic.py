@@ -35,7 +35,7 @@ from ..kernel.config import KernelConfig
 from .counts import aligned_for, counts, rounds_steps
 from .nnls import nonnegative_least_squares
 from .policy import DEFAULT, Policy
-from .predict import fma_rate, kind, max_resident, unaligned_factor
+from .predict import fma_rate, kind, max_resident, multiply_adds, unaligned_factor
 
 BASE_MS = 0.0045   # what any launch takes, timed as gemmgen times (L2 flushed before): 4.5-4.8 us on Hopper
 # Least coefficient of each term (a, b, l, e, p): C tiles are written no faster than the DRAM bandwidth.
@@ -52,8 +52,7 @@ def per_block(c: KernelConfig, spec: DeviceSpec) -> tuple[float, float, float]:
     """(ms of one block-step's multiply-adds at the SM's peak, ms of its A and B tile bytes at the SM's share
     of the bandwidth, ms of its C tile's bytes likewise): the units the coefficients multiply."""
     per_sm = bandwidth(spec) / spec.sm_count
-    passes = 3 if c.family == "tf32x3" else 1
-    work = passes * c.BM * c.BN * c.BK / (fma_rate(c, spec) or 1e-9)
+    work = multiply_adds(c) / (fma_rate(c, spec) or 1e-9)
     return work, (c.BM + c.BN) * c.BK * c.elem_bytes / per_sm, c.BM * c.BN * 4 / per_sm
 
 

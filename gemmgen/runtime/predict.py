@@ -130,11 +130,20 @@ def fma_rate(c: KernelConfig, spec: DeviceSpec) -> float:
     return tflops * 1e9 / 2 / spec.sm_count   # FLOP/s of the GPU -> FMAs a millisecond of one SM
 
 
+def multiply_adds(c: KernelConfig) -> int:
+    """The multiply-adds one block-step of ``c`` issues: BM x BN x BK, three passes of them for 3xTF32.
+
+    >>> from gemmgen.kernel.presets import preset
+    >>> multiply_adds(preset("v10")), multiply_adds(preset("tf32x3"))
+    (131072, 786432)
+    """
+    return (3 if c.family == "tf32x3" else 1) * c.BM * c.BN * c.BK
+
 
 def peak_step(c: KernelConfig, spec: DeviceSpec) -> float:
-    """ms one block-step of ``c``'s multiply-adds (BM x BN x BK, three passes for 3xTF32) takes its SM at
-    the peak rate for them (:func:`fma_rate`); 0 for the half-precision family, whose rate the table does
-    not hold, and GPUs of unknown clock.
+    """ms one block-step of ``c``'s multiply-adds (:func:`multiply_adds`) takes its SM at the peak rate for
+    them (:func:`fma_rate`); 0 for the half-precision family, whose rate the table does not hold, and
+    where the rate is unknown (no clock) or none (no TF32 tensor cores).
 
     >>> from gemmgen.kernel.presets import preset
     >>> from gemmgen.base.devices import known
@@ -143,11 +152,8 @@ def peak_step(c: KernelConfig, spec: DeviceSpec) -> float:
     >>> round(peak_step(preset("tf32x3"), known("h100")) * 1e6, 1)  # 3 x 128 x 128 x 16 MMAs at 512 a clock
     775.8
     """
-    if c.family not in ("simt", "skinny", "tf32", "tf32x3") or spec.clock_mhz <= 0:
-        return 0.0
-    rate = fma_rate(c, spec)
-    passes = 3 if c.family == "tf32x3" else 1
-    return passes * c.BM * c.BN * c.BK / rate if rate > 0 else 0.0
+    rate = fma_rate(c, spec) if c.family in ("simt", "skinny", "tf32", "tf32x3") else 0.0
+    return multiply_adds(c) / rate if rate > 0 else 0.0
 
 
 def step_floor(c: KernelConfig, spec: DeviceSpec, policy: Policy = DEFAULT) -> float:
